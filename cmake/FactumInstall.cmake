@@ -1,0 +1,20 @@
+# Install rules and the package config that find_package(factum CONFIG) reads.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS factum_eventstore factum EXPORT factumTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/include/
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT factumTargets NAMESPACE factum::
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/factum-config.cmake.in
+                              ${PROJECT_BINARY_DIR}/factum-config.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/factum-config-version.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/factum-config.cmake
+              ${PROJECT_BINARY_DIR}/factum-config-version.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)

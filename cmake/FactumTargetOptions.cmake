@@ -1,0 +1,16 @@
+# factum_target_options(<target>): warnings, sanitizers and the C++ standard, per target.
+include(GNUInstallDirs)
+
+function(factum_target_options target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow)
+  if(FACTUM_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(FACTUM_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${FACTUM_SANITIZE} -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=all)
+    target_link_options(${target} PRIVATE -fsanitize=${FACTUM_SANITIZE})
+  endif()
+endfunction()

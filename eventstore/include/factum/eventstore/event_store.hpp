@@ -1,0 +1,163 @@
+// factum/eventstore/event_store.hpp — the append-only event log in one SQLite file.
+//
+// An EventStore appends events to streams under optimistic concurrency, reads them back by
+// stream, by category and as the whole log, proves the log intact through a SHA-256 hash
+// chain, and tells listeners about each commit.
+//
+//   auto store = factum::EventStore::open("bank.db");
+//   factum::EventData e;
+//   e.type = "bank.AccountOpened";
+//   e.payload = factum::to_bytes("...");
+//   store.append("account-42", factum::ExpectedVersion::no_stream(), e);
+//   for (const factum::RecordedEvent& r : store.read_stream("account-42")) { ... }
+//
+// Guarantees: an append is atomic (all of its events land, or none) and durable when it
+// returns (per StoreOptions::durability). Positions are global, 1-based and gap-free;
+// stream versions are 1-based and gap-free per stream. An event is never changed or removed.
+//
+// Thread-safety: an EventStore is safe to share between threads; every member function may be
+// called concurrently. Appends from many threads are committed together (group commit).
+// Several processes may open the same file; their appends stay correct (each waits for the
+// file's write lock up to StoreOptions::busy_timeout).
+#pragma once
+
+#include <boost/signals2/signal.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/store_options.hpp"
+
+namespace factum {
+
+namespace detail {
+class StoreImpl;
+}
+
+// Where an append put its events.
+struct AppendResult {
+  StreamVersion stream_version = 0;  // the stream's version after the append (its last event)
+  Position first_position = 0;       // global position of the first appended event
+  Position last_position = 0;        // global position of the last appended event
+
+  friend bool operator==(const AppendResult&, const AppendResult&) = default;
+};
+
+// One stream's part of an append_multi.
+struct StreamAppend {
+  std::string stream;
+  ExpectedVersion expected = ExpectedVersion::any();
+  std::vector<EventData> events;
+};
+
+// The newest event's position and hash: keep it to detect a cut-off log later (verify).
+struct Head {
+  Position position = 0;  // 0 for an empty store
+  Hash hash{};            // all zero for an empty store
+
+  friend bool operator==(const Head&, const Head&) = default;
+};
+
+// What verify() found.
+struct VerifyResult {
+  enum class Problem {
+    none,            // the chain is intact
+    hash_mismatch,   // an event's hash does not match its fields and the previous hash
+    position_gap,    // positions skip: events were deleted
+    malformed_row,   // a column holds the wrong kind or size of value
+    head_mismatch,   // the expected head hash is not in the chain: the log was cut off
+  };
+  Problem problem = Problem::none;
+  Position events_checked = 0;  // how many events were walked
+  Position position = 0;        // the first position where the chain breaks (0 when intact)
+  std::string message;          // what is wrong, naming the position
+
+  bool ok() const noexcept { return problem == Problem::none; }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+class EventStore {
+ public:
+  // Signal fired after each commit with the events it committed (in position order).
+  using AppendedSignal = boost::signals2::signal<void(const std::vector<RecordedEvent>&)>;
+
+  // Opens (and, unless options say otherwise, creates) the store file at `path`, in WAL mode.
+  // Throws StorageError: kind not_a_store when the file is not a factum store (nothing is
+  // changed in it), newer_format when it was written by a newer factum, io/read_only/busy
+  // when it cannot be opened or created.
+  static EventStore open(const std::filesystem::path& path, const StoreOptions& options = {});
+
+  EventStore(EventStore&&) noexcept;
+  EventStore& operator=(EventStore&&) noexcept;
+  ~EventStore();
+
+  // Appends `events` to `stream` if the stream's version matches `expected`, atomically.
+  // A batch whose ids are all stored already, contiguously and in order, in this stream, is a
+  // retry: it returns the first try's result and writes nothing, whatever `expected` is.
+  // Throws InvalidArgument (empty batch, bad stream id, empty type, payload too large, a
+  // `compensates` naming no event of this stream), ConcurrencyError (version mismatch),
+  // DuplicateEventError (ids partly stored, or stored in another stream), StorageError.
+  // Nothing is written when it throws.
+  AppendResult append(std::string_view stream, ExpectedVersion expected,
+                      std::span<const EventData> events);
+  AppendResult append(std::string_view stream, ExpectedVersion expected,
+                      const EventData& event);
+
+  // Appends to several streams in one atomic commit: all land, or none (then it throws what
+  // the first failing stream's append would throw). Results are in the order of `appends`.
+  std::vector<AppendResult> append_multi(std::span<const StreamAppend> appends);
+
+  // Events of `stream` with version >= from_version, oldest first. Empty for an unknown
+  // stream. Throws InvalidArgument for an invalid stream id.
+  EventRange read_stream(std::string_view stream, StreamVersion from_version = 1) const;
+  // Events of `stream` with version <= from_version, newest first (from the last event when
+  // from_version is 0 or past the end).
+  EventRange read_stream_backward(std::string_view stream, StreamVersion from_version = 0) const;
+  // Events of every stream of `category` ("account" for "account-42") with position >=
+  // from_position, in position order.
+  EventRange read_category(std::string_view category, Position from_position = 1) const;
+  // The whole log from `from_position`, in position order.
+  EventRange read_all(Position from_position = 1) const;
+
+  // The stream's last version; 0 when it has no events.
+  StreamVersion stream_version(std::string_view stream) const;
+  // The newest event's position; 0 for an empty store.
+  Position head_position() const;
+  // The newest event's position and hash.
+  Head head() const;
+  // The event with this id, if stored.
+  std::optional<RecordedEvent> read_event(const EventId& id) const;
+  // The events whose metadata.compensates names `id`, in position order.
+  std::vector<RecordedEvent> compensations_of(const EventId& id) const;
+
+  // Walks the whole log, recomputing the hash chain; reports the first position where it
+  // breaks. Never throws for damaged rows (reports them); throws StorageError on I/O errors.
+  VerifyResult verify() const;
+  // As verify(), and also fails (head_mismatch) unless `expected_head` is the hash of some
+  // event in the log: catches a log whose newest events were cut off.
+  VerifyResult verify(const Hash& expected_head) const;
+
+  // Connect a slot: `scoped_connection c = store.on_appended().connect(slot);`. Slots run on
+  // the appending thread, after the commit and outside every store lock, so they may call
+  // the store (append included). Appends on different threads may notify out of position
+  // order; each event carries its position. An exception thrown by a slot propagates out of
+  // the append that fired it, whose events are committed all the same.
+  AppendedSignal& on_appended();
+
+  const std::filesystem::path& path() const noexcept;
+  const StoreOptions& options() const noexcept;
+
+ private:
+  explicit EventStore(std::shared_ptr<detail::StoreImpl> impl);
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+}  // namespace factum

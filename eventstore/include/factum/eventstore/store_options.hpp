@@ -1,0 +1,47 @@
+// factum/eventstore/store_options.hpp — how EventStore::open opens a store file.
+//
+// Thread-safety: a plain value type, read once by open().
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace factum {
+
+enum class Durability {
+  // Every commit is on disk before append returns (SQLite synchronous=FULL): survives a
+  // power cut. The default.
+  full,
+  // Commits survive a crash of the process but the newest ones may be lost on a power cut
+  // (SQLite synchronous=NORMAL in WAL mode). Much faster on slow disks.
+  normal,
+};
+
+struct StoreOptions {
+  // Durability of each commit. Default: Durability::full.
+  Durability durability = Durability::full;
+  // How long a write waits for another process's lock before throwing StorageError
+  // (kind busy). Default: 5 seconds.
+  std::chrono::milliseconds busy_timeout{5000};
+  // Largest payload accepted by append, in bytes; larger ones throw InvalidArgument.
+  // Default: 4 MiB.
+  std::size_t max_payload_size = 4u << 20;
+  // Longest stream id accepted, in bytes. Default: 200.
+  std::size_t max_stream_id_length = 200;
+  // Open without writing: appends throw StorageError (kind read_only), the file is never
+  // created or migrated. Default: false.
+  bool read_only = false;
+  // Create the file when it does not exist. Default: true.
+  bool create_if_missing = true;
+  // Events fetched per page by the lazy read ranges: memory per open range is bounded by
+  // this many events. Default: 512.
+  std::size_t read_page_size = 512;
+  // Most appends committed together in one transaction by group commit. Default: 256.
+  std::size_t max_group_size = 256;
+  // Upper bound of the file's size in bytes (0: no bound). Writes that would pass it throw
+  // StorageError (kind full), as on a full disk. Default: 0.
+  std::uint64_t max_file_size = 0;
+};
+
+}  // namespace factum

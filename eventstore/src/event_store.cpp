@@ -1,0 +1,183 @@
+#include "factum/eventstore/event_store.hpp"
+
+#include <limits>
+
+#include "reader.hpp"
+#include "rows.hpp"
+#include "schema.hpp"
+#include "validation.hpp"
+#include "verify.hpp"
+#include "writer.hpp"
+
+namespace factum {
+namespace detail {
+
+class StoreImpl {
+ public:
+  StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
+      : path_(path), options_(options) {
+    if (options_.read_only) {
+      Database probe(path_, SQLITE_OPEN_READONLY);
+      prepare_schema(probe, options_);
+    } else {
+      writer_ = std::make_unique<Writer>(path_, options_);
+    }
+    readers_ = std::make_shared<ReaderPool>(path_, options_);
+  }
+
+  std::vector<AppendResult> append(std::span<const AppendView> appends) {
+    if (!writer_) {
+      throw StorageError(StorageError::Kind::read_only,
+                         "factum: cannot append to '" + path_.string() +
+                             "': the store was opened read-only");
+    }
+    for (const AppendView& a : appends) validate_batch(a.stream, a.events, options_);
+    const bool notify = !signal_.empty();
+    std::vector<RecordedEvent> committed;
+    auto results = writer_->write(appends, notify ? &committed : nullptr);
+    if (notify && !committed.empty()) signal_(committed);
+    return results;
+  }
+
+  EventRange range(CursorQuery query) const {
+    return EventRange(make_cursor(readers_, std::move(query), std::max<std::size_t>(1, options_.read_page_size)));
+  }
+
+  std::filesystem::path path_;
+  StoreOptions options_;
+  std::unique_ptr<Writer> writer_;
+  std::shared_ptr<ReaderPool> readers_;
+  EventStore::AppendedSignal signal_;
+};
+
+}  // namespace detail
+
+namespace {
+
+std::int64_t clamp(std::uint64_t v) {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(v, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+}
+
+void validate_category(std::string_view category) {
+  if (category.empty()) throw InvalidArgument("factum: a category must not be empty");
+  for (char c : category) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '-') {
+      throw InvalidArgument("factum: category '" + std::string(category) +
+                            "' contains a dash or a control character");
+    }
+  }
+}
+
+}  // namespace
+
+EventStore EventStore::open(const std::filesystem::path& path, const StoreOptions& options) {
+  return EventStore(std::make_shared<detail::StoreImpl>(path, options));
+}
+
+EventStore::EventStore(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
+EventStore::EventStore(EventStore&&) noexcept = default;
+EventStore& EventStore::operator=(EventStore&&) noexcept = default;
+EventStore::~EventStore() = default;
+
+AppendResult EventStore::append(std::string_view stream, ExpectedVersion expected,
+                                std::span<const EventData> events) {
+  const detail::AppendView view{stream, expected, events};
+  return impl_->append({&view, 1}).front();
+}
+
+AppendResult EventStore::append(std::string_view stream, ExpectedVersion expected,
+                                const EventData& event) {
+  return append(stream, expected, std::span<const EventData>(&event, 1));
+}
+
+std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends) {
+  if (appends.empty()) throw InvalidArgument("factum: append_multi was given no streams");
+  std::vector<detail::AppendView> views;
+  views.reserve(appends.size());
+  for (const StreamAppend& a : appends) views.push_back({a.stream, a.expected, a.events});
+  return impl_->append(views);
+}
+
+EventRange EventStore::read_stream(std::string_view stream, StreamVersion from_version) const {
+  detail::validate_stream_id(stream, impl_->options_);
+  return impl_->range({detail::CursorQuery::Kind::stream_forward, std::string(stream),
+                       std::max<StreamVersion>(from_version, 1)});
+}
+
+EventRange EventStore::read_stream_backward(std::string_view stream,
+                                            StreamVersion from_version) const {
+  detail::validate_stream_id(stream, impl_->options_);
+  const StreamVersion from = from_version == 0 ? static_cast<StreamVersion>(clamp(~0ULL)) : from_version;
+  return impl_->range({detail::CursorQuery::Kind::stream_backward, std::string(stream), from});
+}
+
+EventRange EventStore::read_category(std::string_view category, Position from_position) const {
+  validate_category(category);
+  return impl_->range({detail::CursorQuery::Kind::category, std::string(category),
+                       std::max<Position>(from_position, 1)});
+}
+
+EventRange EventStore::read_all(Position from_position) const {
+  return impl_->range({detail::CursorQuery::Kind::all, {}, std::max<Position>(from_position, 1)});
+}
+
+StreamVersion EventStore::stream_version(std::string_view stream) const {
+  detail::validate_stream_id(stream, impl_->options_);
+  auto conn = impl_->readers_->acquire();
+  detail::Statement& s = conn->stream_version;
+  detail::StatementScope scope(s);
+  s.bind(1, stream);
+  return s.step("reading a stream's version") ? static_cast<StreamVersion>(s.column_int(0)) : 0;
+}
+
+Position EventStore::head_position() const { return head().position; }
+
+Head EventStore::head() const {
+  auto conn = impl_->readers_->acquire();
+  detail::Statement& s = conn->head;
+  detail::StatementScope scope(s);
+  Head h;
+  if (!s.step("reading the head of the log")) return h;
+  h.position = static_cast<Position>(s.column_int(0));
+  const auto hash = s.column_blob(1);
+  if (hash.size() != h.hash.size()) throw CorruptEventError(h.position, "its hash is not 32 bytes");
+  std::copy(hash.begin(), hash.end(), reinterpret_cast<std::byte*>(h.hash.data()));
+  return h;
+}
+
+std::optional<RecordedEvent> EventStore::read_event(const EventId& id) const {
+  auto conn = impl_->readers_->acquire();
+  detail::Statement& s = conn->by_id;
+  detail::StatementScope scope(s);
+  s.bind_blob(1, id.bytes().data(), id.bytes().size());
+  if (!s.step("reading an event")) return std::nullopt;
+  RecordedEvent e;
+  detail::read_row(s, e);
+  return e;
+}
+
+std::vector<RecordedEvent> EventStore::compensations_of(const EventId& id) const {
+  auto conn = impl_->readers_->acquire();
+  detail::Statement& s = conn->compensations;
+  detail::StatementScope scope(s);
+  s.bind_blob(1, id.bytes().data(), id.bytes().size());
+  std::vector<RecordedEvent> out;
+  while (s.step("reading compensations")) detail::read_row(s, out.emplace_back());
+  return out;
+}
+
+VerifyResult EventStore::verify() const { return detail::verify_chain(*impl_->readers_, nullptr); }
+
+VerifyResult EventStore::verify(const Hash& expected_head) const {
+  return detail::verify_chain(*impl_->readers_, &expected_head);
+}
+
+EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }
+
+const std::filesystem::path& EventStore::path() const noexcept { return impl_->path_; }
+
+const StoreOptions& EventStore::options() const noexcept { return impl_->options_; }
+
+}  // namespace factum

@@ -1,0 +1,125 @@
+#include "hash_chain.hpp"
+
+#include <openssl/evp.h>
+
+#include <new>
+
+#include "factum/eventstore/errors.hpp"
+
+namespace factum::detail {
+namespace {
+
+void append_u32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
+
+bool read_u32(std::span<const std::byte>& in, std::uint32_t& v) {
+  if (in.size() < 4) return false;
+  v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<std::uint8_t>(in[i]);
+  in = in.subspan(4);
+  return true;
+}
+
+bool read_string(std::span<const std::byte>& in, std::string& s) {
+  std::uint32_t size = 0;
+  if (!read_u32(in, size) || size > in.size()) return false;
+  s.assign(reinterpret_cast<const char*>(in.data()), size);
+  in = in.subspan(size);
+  return true;
+}
+
+}  // namespace
+
+ChainHasher::ChainHasher() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr) throw std::bad_alloc();
+}
+
+ChainHasher::~ChainHasher() { EVP_MD_CTX_free(ctx_); }
+
+void ChainHasher::update(const void* data, std::size_t size) {
+  if (EVP_DigestUpdate(ctx_, data, size) != 1) throw Error("factum: SHA-256 update failed");
+}
+
+void ChainHasher::put_u32(std::uint32_t v) {
+  std::uint8_t b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
+  update(b, sizeof b);
+}
+
+void ChainHasher::put_u64(std::uint64_t v) {
+  std::uint8_t b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(v >> (56 - 8 * i));
+  update(b, sizeof b);
+}
+
+void ChainHasher::put_string(std::string_view s) {
+  put_u32(static_cast<std::uint32_t>(s.size()));
+  update(s.data(), s.size());
+}
+
+void ChainHasher::put_optional_id(const std::optional<EventId>& id) {
+  const std::uint8_t present = id ? 1 : 0;
+  update(&present, 1);
+  if (id) update(id->bytes().data(), id->bytes().size());
+}
+
+Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
+  if (EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+    throw Error("factum: SHA-256 initialisation failed");
+  }
+  update(previous.data(), previous.size());
+  put_u64(f.position);
+  put_string(f.stream_id);
+  put_u64(f.stream_version);
+  update(f.id->bytes().data(), f.id->bytes().size());
+  put_string(f.type);
+  put_u32(f.schema_version);
+  put_u32(static_cast<std::uint32_t>(f.payload.size()));
+  update(f.payload.data(), f.payload.size());
+  const Metadata& m = *f.metadata;
+  put_optional_id(m.correlation_id);
+  put_optional_id(m.causation_id);
+  put_optional_id(m.compensates);
+  put_string(m.actor);
+  put_u32(static_cast<std::uint32_t>(m.values.size()));
+  for (const auto& [key, value] : m.values) {
+    put_string(key);
+    put_string(value);
+  }
+  put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
+  Hash out{};
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
+    throw Error("factum: SHA-256 finalisation failed");
+  }
+  return out;
+}
+
+std::string encode_values(const std::map<std::string, std::string>& values) {
+  std::string out;
+  append_u32(out, static_cast<std::uint32_t>(values.size()));
+  for (const auto& [key, value] : values) {
+    append_u32(out, static_cast<std::uint32_t>(key.size()));
+    out += key;
+    append_u32(out, static_cast<std::uint32_t>(value.size()));
+    out += value;
+  }
+  return out;
+}
+
+bool decode_values(std::span<const std::byte> in, std::map<std::string, std::string>& out) {
+  out.clear();
+  std::uint32_t count = 0;
+  if (!read_u32(in, count)) return false;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::string key;
+    std::string value;
+    if (!read_string(in, key) || !read_string(in, value)) return false;
+    if (!out.empty() && key <= out.rbegin()->first) return false;  // canonical: sorted, unique
+    out.emplace_hint(out.end(), std::move(key), std::move(value));
+  }
+  return in.empty();
+}
+
+}  // namespace factum::detail

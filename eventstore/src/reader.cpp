@@ -1,0 +1,152 @@
+#include "reader.hpp"
+
+#include <limits>
+#include <string>
+
+#include "rows.hpp"
+#include "schema.hpp"
+
+namespace factum::detail {
+namespace {
+
+std::string select_events(const char* tail) {
+  return std::string("SELECT ") + kEventColumns + " " + tail;
+}
+
+// The open flags of read connections: never create, read-only when the store is.
+int reader_flags(const StoreOptions& options) {
+  return options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+}
+
+class Cursor final : public EventCursor {
+ public:
+  Cursor(std::shared_ptr<ReaderPool> pool, CursorQuery query, std::size_t page_size)
+      : pool_(std::move(pool)), query_(std::move(query)), page_size_(page_size) {}
+
+  void next_page(std::vector<RecordedEvent>& page) override {
+    page.clear();
+    if (done_) return;
+    auto conn = pool_->acquire();
+    Statement& s = statement(*conn);
+    StatementScope scope(s);
+    bind(s);
+    page.reserve(page_size_);
+    while (page.size() < page_size_ && s.step("reading events")) {
+      read_row(s, page.emplace_back());
+    }
+    if (page.size() < page_size_) done_ = true;
+    if (!page.empty()) advance(page.back());
+  }
+
+ private:
+  Statement& statement(ReadConnection& c) const {
+    switch (query_.kind) {
+      case CursorQuery::Kind::all:
+        return c.all_page;
+      case CursorQuery::Kind::stream_forward:
+        return c.stream_forward;
+      case CursorQuery::Kind::stream_backward:
+        return c.stream_backward;
+      case CursorQuery::Kind::category:
+        return c.category_page;
+    }
+    return c.all_page;
+  }
+
+  void bind(Statement& s) const {
+    int next = 1;
+    if (query_.kind != CursorQuery::Kind::all) s.bind(next++, std::string_view(query_.key));
+    s.bind(next++, static_cast<std::int64_t>(std::min<std::uint64_t>(
+                       query_.from, std::numeric_limits<std::int64_t>::max())));
+    s.bind(next, static_cast<std::int64_t>(page_size_));
+  }
+
+  void advance(const RecordedEvent& last) {
+    switch (query_.kind) {
+      case CursorQuery::Kind::all:
+      case CursorQuery::Kind::category:
+        query_.from = last.position + 1;
+        break;
+      case CursorQuery::Kind::stream_forward:
+        query_.from = last.stream_version + 1;
+        break;
+      case CursorQuery::Kind::stream_backward:
+        if (last.stream_version <= 1) done_ = true;
+        query_.from = last.stream_version - 1;
+        break;
+    }
+  }
+
+  std::shared_ptr<ReaderPool> pool_;
+  CursorQuery query_;
+  std::size_t page_size_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
+    : db(path, reader_flags(options)),
+      // LEFT JOIN: an event whose stream row is missing is reported as damaged, not skipped.
+      all_page(db, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
+                                 "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2")
+                       .c_str()),
+      stream_forward(db, select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
+                                       "WHERE s.stream_id = ?1 AND e.stream_version >= ?2 "
+                                       "ORDER BY e.stream_version LIMIT ?3")
+                             .c_str()),
+      stream_backward(db, select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
+                                        "WHERE s.stream_id = ?1 AND e.stream_version <= ?2 "
+                                        "ORDER BY e.stream_version DESC LIMIT ?3")
+                              .c_str()),
+      // CROSS JOIN keeps events as the outer loop: a category is read in position order by
+      // walking the log, never by sorting the category.
+      category_page(db, select_events("FROM events e CROSS JOIN streams s "
+                                      "WHERE s.stream_key = e.stream_key AND s.category = ?1 "
+                                      "AND e.position >= ?2 ORDER BY e.position LIMIT ?3")
+                            .c_str()),
+      stream_version(db,
+                     "SELECT e.stream_version FROM streams s JOIN events e "
+                     "ON e.stream_key = s.stream_key WHERE s.stream_id = ?1 "
+                     "ORDER BY e.stream_version DESC LIMIT 1"),
+      head(db, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      by_id(db, select_events("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
+                              "WHERE e.event_id = ?1")
+                    .c_str()),
+      compensations(db, select_events("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
+                                      "WHERE e.compensates = ?1 ORDER BY e.position")
+                            .c_str()) {}
+
+ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options)
+    : path_(std::move(path)), options_(std::move(options)) {}
+
+ReaderPool::Lease ReaderPool::acquire() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(*this, std::move(conn));
+    }
+  }
+  auto conn = std::make_unique<ReadConnection>(path_, options_);
+  configure_connection(conn->db, options_, /*reader=*/true);
+  return Lease(*this, std::move(conn));
+}
+
+void ReaderPool::release(std::unique_ptr<ReadConnection> conn) noexcept {
+  if (!conn) return;
+  std::lock_guard lock(mu_);
+  try {
+    idle_.push_back(std::move(conn));
+  } catch (...) {
+    // Out of memory: the connection closes instead of going back to the pool.
+  }
+}
+
+std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<ReaderPool> pool, CursorQuery query,
+                                         std::size_t page_size) {
+  return std::make_shared<Cursor>(std::move(pool), std::move(query), page_size);
+}
+
+}  // namespace factum::detail

@@ -1,0 +1,98 @@
+#include "rows.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hash_chain.hpp"
+
+namespace factum::detail {
+namespace {
+
+enum Col {
+  kPosition,
+  kStreamId,
+  kStreamVersion,
+  kEventId,
+  kType,
+  kSchemaVersion,
+  kPayload,
+  kCorrelation,
+  kCausation,
+  kCompensates,
+  kActor,
+  kExtra,
+  kRecordedAt,
+  kHash
+};
+
+bool is_blob_of(const Statement& s, int col, std::size_t size) {
+  return s.column_type(col) == SQLITE_BLOB && s.column_blob(col).size() == size;
+}
+
+bool is_positive_int(const Statement& s, int col) {
+  return s.column_type(col) == SQLITE_INTEGER && s.column_int(col) > 0;
+}
+
+}  // namespace
+
+bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out) {
+  if (s.column_type(col) == SQLITE_NULL) {
+    out.reset();
+    return true;
+  }
+  if (!is_blob_of(s, col, 16)) return false;
+  EventId::Bytes b{};
+  std::memcpy(b.data(), s.column_blob(col).data(), b.size());
+  out = EventId(b);
+  return true;
+}
+
+std::string decode_row(const Statement& s, RecordedEvent& out) {
+  out.position = static_cast<Position>(s.column_int(kPosition));
+  if (!is_positive_int(s, kPosition)) return "its position is not a positive integer";
+  if (s.column_type(kStreamId) != SQLITE_TEXT) return "its stream id is missing";
+  out.stream_id.assign(s.column_text(kStreamId));
+  if (!is_positive_int(s, kStreamVersion)) return "its stream version is not a positive integer";
+  out.stream_version = static_cast<StreamVersion>(s.column_int(kStreamVersion));
+  std::optional<EventId> id;
+  if (!read_optional_id(s, kEventId, id) || !id) return "its event id is not 16 bytes";
+  out.id = *id;
+  if (s.column_type(kType) != SQLITE_TEXT) return "its type is not text";
+  out.type.assign(s.column_text(kType));
+  const std::int64_t schema = s.column_int(kSchemaVersion);
+  if (s.column_type(kSchemaVersion) != SQLITE_INTEGER || schema < 0 || schema > UINT32_MAX) {
+    return "its schema version is not a 32-bit unsigned integer";
+  }
+  out.schema_version = static_cast<std::uint32_t>(schema);
+  if (s.column_type(kPayload) != SQLITE_BLOB) return "its payload is not a blob";
+  const auto payload = s.column_blob(kPayload);
+  out.payload.assign(payload.begin(), payload.end());
+  Metadata& m = out.metadata;
+  if (!read_optional_id(s, kCorrelation, m.correlation_id) ||
+      !read_optional_id(s, kCausation, m.causation_id) ||
+      !read_optional_id(s, kCompensates, m.compensates)) {
+    return "a metadata event id is not 16 bytes";
+  }
+  const int actor_type = s.column_type(kActor);
+  if (actor_type != SQLITE_NULL && actor_type != SQLITE_TEXT) return "its actor is not text";
+  m.actor.assign(s.column_text(kActor));
+  m.values.clear();
+  if (s.column_type(kExtra) != SQLITE_NULL &&
+      (s.column_type(kExtra) != SQLITE_BLOB || !decode_values(s.column_blob(kExtra), m.values))) {
+    return "its metadata key/values are malformed";
+  }
+  if (s.column_type(kRecordedAt) != SQLITE_INTEGER) return "its recorded-at time is not an integer";
+  out.recorded_at = Timestamp(std::chrono::microseconds(s.column_int(kRecordedAt)));
+  if (!is_blob_of(s, kHash, out.hash.size())) return "its hash is not 32 bytes";
+  std::memcpy(out.hash.data(), s.column_blob(kHash).data(), out.hash.size());
+  return {};
+}
+
+void read_row(const Statement& s, RecordedEvent& out) {
+  const std::string problem = decode_row(s, out);
+  if (!problem.empty()) {
+    throw CorruptEventError(static_cast<Position>(s.column_int(kPosition)), problem);
+  }
+}
+
+}  // namespace factum::detail

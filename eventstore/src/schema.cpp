@@ -1,0 +1,125 @@
+#include "schema.hpp"
+
+#include <string>
+
+namespace factum::detail {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE streams (
+  stream_key INTEGER PRIMARY KEY,
+  stream_id  TEXT NOT NULL UNIQUE,
+  category   TEXT NOT NULL
+);
+CREATE INDEX streams_by_category ON streams (category);
+CREATE TABLE events (
+  position       INTEGER PRIMARY KEY AUTOINCREMENT,
+  stream_key     INTEGER NOT NULL,
+  stream_version INTEGER NOT NULL,
+  event_id       BLOB NOT NULL,
+  type           TEXT NOT NULL,
+  schema_version INTEGER NOT NULL,
+  payload        BLOB NOT NULL,
+  correlation_id BLOB,
+  causation_id   BLOB,
+  compensates    BLOB,
+  actor          TEXT,
+  extra          BLOB,
+  recorded_at    INTEGER NOT NULL,
+  hash           BLOB NOT NULL
+);
+CREATE UNIQUE INDEX events_by_stream ON events (stream_key, stream_version);
+CREATE UNIQUE INDEX events_by_id ON events (event_id);
+CREATE INDEX events_by_compensates ON events (compensates) WHERE compensates IS NOT NULL;
+CREATE TRIGGER events_are_immutable BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'factum: events are immutable'); END;
+CREATE TRIGGER events_are_permanent BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'factum: events are never deleted'); END;
+CREATE TRIGGER streams_are_immutable BEFORE UPDATE ON streams
+BEGIN SELECT RAISE(ABORT, 'factum: streams are immutable'); END;
+CREATE TRIGGER streams_are_permanent BEFORE DELETE ON streams
+BEGIN SELECT RAISE(ABORT, 'factum: streams are never deleted'); END;
+)sql";
+
+[[noreturn]] void not_a_store(const Database& db, const std::string& why) {
+  throw StorageError(StorageError::Kind::not_a_store,
+                     "factum: '" + db.file() + "' is not a factum store: " + why);
+}
+
+struct Header {
+  std::int64_t application_id = 0;
+  std::int64_t format = 0;
+  std::int64_t objects = 0;
+};
+
+Header read_header(Database& db) {
+  Header h;
+  h.application_id = db.query_int("PRAGMA application_id", "reading the file header");
+  h.format = db.query_int("PRAGMA user_version", "reading the file header");
+  h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading the schema");
+  return h;
+}
+
+// True when the header is a factum store of a format we read; throws when it is something
+// else; false when the file is empty (a new store).
+bool check_header(const Database& db, const Header& h) {
+  if (h.application_id == kApplicationId) {
+    if (h.format > kFormatVersion) {
+      throw StorageError(StorageError::Kind::newer_format,
+                         "factum: '" + db.file() + "' has storage format " +
+                             std::to_string(h.format) + "; this factum reads up to format " +
+                             std::to_string(kFormatVersion) + " (upgrade factum)");
+    }
+    if (h.format < 1) not_a_store(db, "its format version is " + std::to_string(h.format));
+    return true;
+  }
+  if (h.application_id == 0 && h.objects == 0 && h.format == 0) return false;
+  not_a_store(db, "it is a SQLite database of another application");
+}
+
+void create_schema(Database& db) {
+  db.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+  Transaction tx(db, Transaction::Mode::immediate);
+  // Another process may have created the store meanwhile.
+  if (check_header(db, read_header(db))) return;
+  db.exec(kSchema, "creating the schema");
+  db.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), "creating the schema");
+  db.exec(("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str(), "creating the schema");
+  tx.commit();
+}
+
+}  // namespace
+
+void prepare_schema(Database& db, const StoreOptions& options) {
+  Header h;
+  try {
+    h = read_header(db);
+  } catch (const StorageError& e) {
+    if (e.kind() == StorageError::Kind::not_a_store || e.kind() == StorageError::Kind::corrupt) {
+      not_a_store(db, "it is not a SQLite database");
+    }
+    throw;
+  }
+  if (check_header(db, h)) {
+    if (!options.read_only) db.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+    return;
+  }
+  if (options.read_only) not_a_store(db, "the file is empty and the store is opened read-only");
+  create_schema(db);
+}
+
+void configure_connection(Database& db, const StoreOptions& options, bool reader) {
+  sqlite3_busy_timeout(db.get(), static_cast<int>(options.busy_timeout.count()));
+  db.exec(options.durability == Durability::full ? "PRAGMA synchronous=FULL"
+                                                 : "PRAGMA synchronous=NORMAL",
+          "setting durability");
+  if (options.max_file_size > 0) {
+    const auto page_size = db.query_int("PRAGMA page_size", "reading the page size");
+    const auto pages = static_cast<std::int64_t>(options.max_file_size) / page_size;
+    db.exec(("PRAGMA max_page_count=" + std::to_string(pages > 0 ? pages : 1)).c_str(),
+            "setting the size limit");
+  }
+  if (reader || options.read_only) db.exec("PRAGMA query_only=1", "opening for reading");
+}
+
+}  // namespace factum::detail

@@ -1,0 +1,149 @@
+#include "sqlite.hpp"
+
+#include <string>
+
+namespace factum::detail {
+namespace {
+
+StorageError::Kind kind_of(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return StorageError::Kind::busy;
+    case SQLITE_READONLY:
+      return StorageError::Kind::read_only;
+    case SQLITE_FULL:
+      return StorageError::Kind::full;
+    case SQLITE_NOTADB:
+      return StorageError::Kind::not_a_store;
+    case SQLITE_CORRUPT:
+      return StorageError::Kind::corrupt;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return StorageError::Kind::io;
+    default:
+      return StorageError::Kind::other;
+  }
+}
+
+const char* explain(StorageError::Kind kind) {
+  switch (kind) {
+    case StorageError::Kind::busy:
+      return "the store is locked by another connection or process";
+    case StorageError::Kind::read_only:
+      return "the store is read-only";
+    case StorageError::Kind::full:
+      return "the disk or the store's size limit is full";
+    case StorageError::Kind::not_a_store:
+      return "the file is not a factum store";
+    case StorageError::Kind::corrupt:
+      return "the file is damaged";
+    case StorageError::Kind::io:
+      return "an I/O error occurred";
+    default:
+      return "a storage error occurred";
+  }
+}
+
+}  // namespace
+
+void throw_sqlite(sqlite3* db, int rc, std::string_view doing, const std::string& file) {
+  const StorageError::Kind kind = kind_of(rc);
+  std::string message = "factum: ";
+  message.append(doing).append(" failed for '").append(file).append("': ");
+  message.append(explain(kind));
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  message.append(" (").append(detail != nullptr ? detail : "").append(")");
+  throw StorageError(kind, message);
+}
+
+Database::Database(const std::filesystem::path& path, int flags) : file_(path.string()) {
+  const int rc = sqlite3_open_v2(file_.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw StorageError(kind_of(rc), "factum: cannot open '" + file_ + "': " + detail);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+void Database::exec(const char* sql, std::string_view doing) {
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) throw_sqlite(db_, rc, doing, file_);
+}
+
+std::int64_t Database::query_int(const char* sql, std::string_view doing) {
+  Statement s(*this, sql);
+  return s.step(doing) ? s.column_int(0) : 0;
+}
+
+Statement::Statement(Database& db, const char* sql) : db_(db) {
+  const int rc = sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+  if (rc != SQLITE_OK) throw_sqlite(db.get(), rc, "preparing a statement", db.file());
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+void Statement::bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+
+void Statement::bind(int index, std::string_view text) {
+  // A non-null pointer even for "" so SQLite stores an empty text, not NULL.
+  static const char kEmpty = 0;
+  sqlite3_bind_text64(stmt_, index, text.empty() ? &kEmpty : text.data(), text.size(),
+                      SQLITE_STATIC, SQLITE_UTF8);
+}
+
+void Statement::bind_blob(int index, std::span<const std::byte> bytes) {
+  bind_blob(index, bytes.data(), bytes.size());
+}
+
+void Statement::bind_blob(int index, const void* data, std::size_t size) {
+  static const char kEmpty = 0;
+  sqlite3_bind_blob64(stmt_, index, size == 0 ? &kEmpty : data, size, SQLITE_STATIC);
+}
+
+void Statement::bind_null(int index) { sqlite3_bind_null(stmt_, index); }
+
+bool Statement::step(std::string_view doing) {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  throw_sqlite(db_.get(), rc, doing, db_.file());
+}
+
+void Statement::reset() noexcept {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string_view Statement::column_text(int col) const noexcept {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  const int size = sqlite3_column_bytes(stmt_, col);
+  return text == nullptr ? std::string_view() : std::string_view(text, static_cast<size_t>(size));
+}
+
+std::span<const std::byte> Statement::column_blob(int col) const noexcept {
+  const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(stmt_, col));
+  const int size = sqlite3_column_bytes(stmt_, col);
+  if (data == nullptr) return {};
+  return {data, static_cast<size_t>(size)};
+}
+
+Transaction::Transaction(Database& db, Mode mode) : db_(db) {
+  db_.exec(mode == Mode::immediate ? "BEGIN IMMEDIATE" : "BEGIN", "starting a transaction");
+}
+
+Transaction::~Transaction() {
+  if (open_ && db_.in_transaction()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT", "committing");
+  open_ = false;
+}
+
+}  // namespace factum::detail

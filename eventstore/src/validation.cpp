@@ -1,0 +1,75 @@
+#include "validation.hpp"
+
+#include <string>
+
+#include "factum/eventstore/errors.hpp"
+
+namespace factum::detail {
+namespace {
+
+constexpr std::size_t kMaxTypeLength = 256;
+
+bool has_control_character(std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return true;
+  }
+  return false;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 64)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > 64) out += "...";
+  return out;
+}
+
+}  // namespace
+
+void validate_stream_id(std::string_view stream, const StoreOptions& options) {
+  if (stream.empty()) throw InvalidArgument("factum: a stream id must not be empty");
+  if (stream.size() > options.max_stream_id_length) {
+    throw InvalidArgument("factum: stream id '" + printable(stream) + "' is " +
+                          std::to_string(stream.size()) + " bytes long; the limit is " +
+                          std::to_string(options.max_stream_id_length));
+  }
+  if (has_control_character(stream)) {
+    throw InvalidArgument("factum: stream id '" + printable(stream) +
+                          "' contains a control character");
+  }
+}
+
+void validate_batch(std::string_view stream, std::span<const EventData> events,
+                    const StoreOptions& options) {
+  validate_stream_id(stream, options);
+  if (events.empty()) {
+    throw InvalidArgument("factum: empty batch appended to stream '" + std::string(stream) + "'");
+  }
+  for (const EventData& e : events) {
+    const std::string where = "event " + e.id.to_string() + " of stream '" + std::string(stream) + "'";
+    if (e.type.empty()) throw InvalidArgument("factum: " + where + " has an empty type");
+    if (e.type.size() > kMaxTypeLength || has_control_character(e.type)) {
+      throw InvalidArgument("factum: " + where + " has an invalid type '" + printable(e.type) + "'");
+    }
+    if (e.payload.size() > options.max_payload_size) {
+      throw InvalidArgument("factum: " + where + " has a payload of " +
+                            std::to_string(e.payload.size()) + " bytes; the limit is " +
+                            std::to_string(options.max_payload_size));
+    }
+    if (e.metadata.compensates && *e.metadata.compensates == e.id) {
+      throw InvalidArgument("factum: " + where + " compensates itself");
+    }
+  }
+}
+
+}  // namespace factum::detail

@@ -1,0 +1,338 @@
+#include "writer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "schema.hpp"
+
+namespace factum::detail {
+namespace {
+
+int writer_flags(const StoreOptions& options) {
+  return SQLITE_OPEN_READWRITE | (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
+}
+
+std::int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+Database& prepared(Database& db, const StoreOptions& options) {
+  prepare_schema(db, options);
+  configure_connection(db, options, /*reader=*/false);
+  return db;
+}
+
+void bind_optional_id(Statement& s, int index, const std::optional<EventId>& id) {
+  if (id) {
+    s.bind_blob(index, id->bytes().data(), id->bytes().size());
+  } else {
+    s.bind_null(index);
+  }
+}
+
+RecordedEvent make_recorded(const EventFields& f, const Hash& hash) {
+  RecordedEvent r;
+  r.position = f.position;
+  r.stream_id.assign(f.stream_id);
+  r.stream_version = f.stream_version;
+  r.id = *f.id;
+  r.type.assign(f.type);
+  r.schema_version = f.schema_version;
+  r.payload.assign(f.payload.begin(), f.payload.end());
+  r.metadata = *f.metadata;
+  r.recorded_at = Timestamp(std::chrono::microseconds(f.recorded_at_us));
+  r.hash = hash;
+  return r;
+}
+
+}  // namespace
+
+Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
+    : db_(path, writer_flags(options)),
+      find_stream_(prepared(db_, options), "SELECT stream_key FROM streams WHERE stream_id = ?1"),
+      insert_stream_(db_, "INSERT INTO streams (stream_id, category) VALUES (?1, ?2)"),
+      last_version_(db_,
+                    "SELECT stream_version FROM events WHERE stream_key = ?1 "
+                    "ORDER BY stream_version DESC LIMIT 1"),
+      by_id_(db_,
+             "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
+             "LEFT JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = ?1"),
+      ids_from_(db_,
+                "SELECT event_id, position FROM events WHERE stream_key = ?1 "
+                "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
+      tail_(db_, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      insert_event_(db_,
+                    "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+                    "schema_version, payload, correlation_id, causation_id, compensates, actor, "
+                    "extra, recorded_at, hash) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
+      max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
+
+std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
+                                        std::vector<RecordedEvent>* committed) {
+  Pending self;
+  self.appends = appends;
+  self.committed = committed;
+  std::unique_lock lock(mu_);
+  queue_.push_back(&self);
+  self.cv.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  if (!self.done) {
+    // This caller leads: it commits every queued append (up to the group limit) at once.
+    const std::size_t n = std::min(queue_.size(), max_group_size_);
+    std::vector<Pending*> group(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    commit_group(group);
+    lock.lock();
+    for (Pending* p : group) {
+      queue_.pop_front();
+      p->done = true;
+      if (p != &self) p->cv.notify_one();
+    }
+    if (!queue_.empty()) queue_.front()->cv.notify_one();  // the next leader
+  }
+  lock.unlock();
+  if (self.error) std::rethrow_exception(self.error);
+  return std::move(self.results);
+}
+
+// The group-commit transaction, phase by phase. Never throws: each pending append gets its
+// own result or its own error.
+void Writer::commit_group(std::span<Pending* const> group) noexcept {
+  auto fail_rest = [&](std::exception_ptr error) {
+    for (Pending* p : group) {
+      if (p->error) continue;
+      p->error = error;
+      p->results.clear();
+      if (p->committed != nullptr) p->committed->clear();
+    }
+  };
+  // Phase 1: take the file's write lock (waits up to busy_timeout for other processes).
+  try {
+    db_.exec("BEGIN IMMEDIATE", "taking the write lock");
+  } catch (...) {
+    fail_rest(std::current_exception());
+    return;
+  }
+  // Phase 2: apply each append. In a group of several, each runs under a savepoint so that a
+  // failing one (version mismatch, duplicate id) undoes only its own rows.
+  const bool isolate = group.size() > 1;
+  try {
+    Tail tail = read_tail();
+    const std::int64_t now = now_us();
+    for (Pending* p : group) {
+      const Tail before = tail;
+      if (isolate) db_.exec("SAVEPOINT factum_append", "starting an append");
+      try {
+        apply(*p, tail, now);
+        if (isolate) db_.exec("RELEASE factum_append", "finishing an append");
+      } catch (...) {
+        p->error = std::current_exception();
+        p->results.clear();
+        if (p->committed != nullptr) p->committed->clear();
+        tail = before;
+        // SQLite rolls the whole transaction back on some errors (disk full, I/O): then every
+        // append of the group fails with this error.
+        if (!db_.in_transaction()) throw;
+        if (!isolate) {
+          rollback();
+          return;
+        }
+        db_.exec("ROLLBACK TO factum_append", "undoing an append");
+        db_.exec("RELEASE factum_append", "undoing an append");
+      }
+    }
+    // Phase 3: one commit (one fsync) for the whole group.
+    db_.exec("COMMIT", "committing appends");
+  } catch (...) {
+    rollback();
+    fail_rest(std::current_exception());
+  }
+}
+
+void Writer::rollback() noexcept {
+  if (db_.in_transaction()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Writer::apply(Pending& p, Tail& tail, std::int64_t now) {
+  p.results.clear();
+  p.results.reserve(p.appends.size());
+  for (const AppendView& a : p.appends) p.results.push_back(apply_one(a, tail, now, p.committed));
+}
+
+AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now,
+                               std::vector<RecordedEvent>* committed) {
+  std::optional<std::int64_t> key = find_stream(a.stream);
+  const StreamVersion current = key ? last_version(*key) : 0;
+  if (auto retry = find_retry(a, key)) return *retry;
+  if (!a.expected.matches(current)) {
+    throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
+  }
+  if (!key) key = insert_stream(a.stream);
+  AppendResult result;
+  result.first_position = tail.position + 1;
+  StreamVersion version = current;
+  for (const EventData& e : a.events) {
+    check_compensates(e, *key, a.stream);
+    EventFields f;
+    f.position = tail.position + 1;
+    f.stream_id = a.stream;
+    f.stream_version = ++version;
+    f.id = &e.id;
+    f.type = e.type;
+    f.schema_version = e.schema_version;
+    f.payload = e.payload;
+    f.metadata = &e.metadata;
+    f.recorded_at_us = now;
+    const Hash hash = hasher_(tail.hash, f);
+    insert_event(*key, f, hash);
+    tail = {f.position, hash};
+    if (committed != nullptr) committed->push_back(make_recorded(f, hash));
+  }
+  result.stream_version = version;
+  result.last_position = tail.position;
+  return result;
+}
+
+Writer::Tail Writer::read_tail() {
+  StatementScope scope(tail_);
+  Tail tail;
+  if (!tail_.step("reading the head of the log")) return tail;
+  tail.position = static_cast<Position>(tail_.column_int(0));
+  const auto hash = tail_.column_blob(1);
+  if (hash.size() != tail.hash.size()) {
+    throw StorageError(StorageError::Kind::corrupt,
+                       "factum: the hash of the newest event (position " +
+                           std::to_string(tail.position) + ") in '" + db_.file() +
+                           "' is damaged; run verify");
+  }
+  std::memcpy(tail.hash.data(), hash.data(), tail.hash.size());
+  return tail;
+}
+
+std::optional<std::int64_t> Writer::find_stream(std::string_view stream) {
+  StatementScope scope(find_stream_);
+  find_stream_.bind(1, stream);
+  if (!find_stream_.step("looking up a stream")) return std::nullopt;
+  return find_stream_.column_int(0);
+}
+
+StreamVersion Writer::last_version(std::int64_t stream_key) {
+  StatementScope scope(last_version_);
+  last_version_.bind(1, stream_key);
+  return last_version_.step("reading a stream's version")
+             ? static_cast<StreamVersion>(last_version_.column_int(0))
+             : 0;
+}
+
+std::int64_t Writer::insert_stream(std::string_view stream) {
+  StatementScope scope(insert_stream_);
+  insert_stream_.bind(1, stream);
+  insert_stream_.bind(2, category_of(stream));
+  insert_stream_.step("creating a stream");
+  return sqlite3_last_insert_rowid(db_.get());
+}
+
+// A batch whose first id is stored already is either a retry (all ids stored contiguously,
+// in order, in this stream: return the first try's result) or a duplicate (throw).
+std::optional<AppendResult> Writer::find_retry(const AppendView& a,
+                                               std::optional<std::int64_t> key) {
+  const EventData& first = a.events.front();
+  Position first_position = 0;
+  StreamVersion first_version = 0;
+  {
+    StatementScope scope(by_id_);
+    by_id_.bind_blob(1, first.id.bytes().data(), first.id.bytes().size());
+    if (!by_id_.step("looking up an event id")) return std::nullopt;
+    if (!key || by_id_.column_int(1) != *key) {
+      throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
+                                "is stored already in stream '" +
+                                    std::string(by_id_.column_text(3)) + "'");
+    }
+    first_position = static_cast<Position>(by_id_.column_int(0));
+    first_version = static_cast<StreamVersion>(by_id_.column_int(2));
+  }
+  StatementScope scope(ids_from_);
+  ids_from_.bind(1, *key);
+  ids_from_.bind(2, static_cast<std::int64_t>(first_version));
+  ids_from_.bind(3, static_cast<std::int64_t>(a.events.size()));
+  AppendResult result{first_version, first_position, first_position};
+  std::size_t matched = 0;
+  while (matched < a.events.size() && ids_from_.step("checking a retried batch")) {
+    const auto id = ids_from_.column_blob(0);
+    const auto& want = a.events[matched].id.bytes();
+    if (id.size() != want.size() || std::memcmp(id.data(), want.data(), want.size()) != 0) break;
+    result.stream_version = first_version + matched;
+    result.last_position = static_cast<Position>(ids_from_.column_int(1));
+    ++matched;
+  }
+  if (matched != a.events.size()) {
+    throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
+                              "is stored already, but the batch only partly matches the events "
+                              "stored with it (a retry must repeat the whole batch)");
+  }
+  return result;
+}
+
+void Writer::check_compensates(const EventData& e, std::int64_t key, std::string_view stream) {
+  if (!e.metadata.compensates) return;
+  StatementScope scope(by_id_);
+  const auto& target = e.metadata.compensates->bytes();
+  by_id_.bind_blob(1, target.data(), target.size());
+  if (by_id_.step("looking up a compensated event") && by_id_.column_int(1) == key) return;
+  throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" +
+                        std::string(stream) + "' compensates " +
+                        e.metadata.compensates->to_string() +
+                        ", which is not an event of that stream");
+}
+
+void Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& hash) {
+  const Metadata& m = *f.metadata;
+  StatementScope scope(insert_event_);
+  Statement& s = insert_event_;
+  s.bind(1, static_cast<std::int64_t>(f.position));
+  s.bind(2, key);
+  s.bind(3, static_cast<std::int64_t>(f.stream_version));
+  s.bind_blob(4, f.id->bytes().data(), f.id->bytes().size());
+  s.bind(5, f.type);
+  s.bind(6, static_cast<std::int64_t>(f.schema_version));
+  s.bind_blob(7, f.payload);
+  bind_optional_id(s, 8, m.correlation_id);
+  bind_optional_id(s, 9, m.causation_id);
+  bind_optional_id(s, 10, m.compensates);
+  if (m.actor.empty()) {
+    s.bind_null(11);
+  } else {
+    s.bind(11, std::string_view(m.actor));
+  }
+  std::string extra;
+  if (m.values.empty()) {
+    s.bind_null(12);
+  } else {
+    extra = encode_values(m.values);
+    s.bind_blob(12, extra.data(), extra.size());
+  }
+  s.bind(13, f.recorded_at_us);
+  s.bind_blob(14, hash.data(), hash.size());
+  const int rc = s.step_rc();
+  if (rc == SQLITE_DONE) return;
+  if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+    s.reset();
+    throw_duplicate(*f.id, f.stream_id);
+  }
+  throw_sqlite(db_.get(), rc, "appending an event", db_.file());
+}
+
+void Writer::throw_duplicate(const EventId& id, std::string_view stream) {
+  StatementScope scope(by_id_);
+  by_id_.bind_blob(1, id.bytes().data(), id.bytes().size());
+  const std::string where = by_id_.step("looking up an event id")
+                                ? "stream '" + std::string(by_id_.column_text(3)) + "'"
+                                : "this batch";
+  throw DuplicateEventError(id.to_string(), std::string(stream),
+                            "is stored already (in " + where + ")");
+}
+
+}  // namespace factum::detail

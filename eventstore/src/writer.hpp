@@ -1,0 +1,86 @@
+// The one writer of a process: owns the write connection and commits concurrent appends
+// together (group commit), LevelDB-style: callers queue up; the caller at the front becomes
+// the leader, commits the whole queue in one transaction (one fsync), and wakes the others.
+// No extra thread: the leader's own thread does the work.
+//
+// Thread-safety: write() may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "factum/eventstore/event_store.hpp"
+#include "hash_chain.hpp"
+#include "sqlite.hpp"
+
+namespace factum::detail {
+
+// One stream's part of an append, by reference (the caller's events are not copied).
+struct AppendView {
+  std::string_view stream;
+  ExpectedVersion expected = ExpectedVersion::any();
+  std::span<const EventData> events;
+};
+
+class Writer {
+ public:
+  Writer(const std::filesystem::path& path, const StoreOptions& options);
+
+  // Commits `appends` atomically, grouped with concurrent calls. Fills `committed` (when not
+  // null) with the events written. Throws what the append would: ConcurrencyError,
+  // DuplicateEventError, InvalidArgument, StorageError.
+  std::vector<AppendResult> write(std::span<const AppendView> appends,
+                                  std::vector<RecordedEvent>* committed);
+
+ private:
+  struct Pending {
+    std::span<const AppendView> appends;
+    std::vector<RecordedEvent>* committed = nullptr;
+    std::vector<AppendResult> results;
+    std::exception_ptr error;
+    bool done = false;
+    std::condition_variable cv;
+  };
+  struct Tail {
+    Position position = 0;
+    Hash hash{};
+  };
+
+  void commit_group(std::span<Pending* const> group) noexcept;
+  void apply(Pending& p, Tail& tail, std::int64_t now);
+  AppendResult apply_one(const AppendView& a, Tail& tail, std::int64_t now,
+                         std::vector<RecordedEvent>* committed);
+  Tail read_tail();
+  std::optional<std::int64_t> find_stream(std::string_view stream);
+  StreamVersion last_version(std::int64_t stream_key);
+  std::int64_t insert_stream(std::string_view stream);
+  std::optional<AppendResult> find_retry(const AppendView& a, std::optional<std::int64_t> key);
+  void check_compensates(const EventData& e, std::int64_t key, std::string_view stream);
+  void insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
+  [[noreturn]] void throw_duplicate(const EventId& id, std::string_view stream);
+  void rollback() noexcept;
+
+  Database db_;
+  Statement find_stream_;
+  Statement insert_stream_;
+  Statement last_version_;
+  Statement by_id_;
+  Statement ids_from_;
+  Statement tail_;
+  Statement insert_event_;
+  ChainHasher hasher_;
+  std::size_t max_group_size_;
+
+  std::mutex mu_;
+  std::deque<Pending*> queue_;
+};
+
+}  // namespace factum::detail

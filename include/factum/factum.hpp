@@ -1,0 +1,10 @@
+// factum/factum.hpp — the umbrella header: everything a service needs from factum.
+#pragma once
+
+#include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_id.hpp"
+#include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/store_options.hpp"
