@@ -31,8 +31,8 @@ int hex_value(char c) {
 EventId EventId::generate() {
   thread_local Generator g;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  std::uint64_t ms =
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+  std::uint64_t ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
   if (ms > g.last_ms) {
     g.last_ms = ms;
     const std::uint64_t r = g.rng();

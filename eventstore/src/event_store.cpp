@@ -27,9 +27,9 @@ class StoreImpl {
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     if (!writer_) {
-      throw StorageError(StorageError::Kind::read_only,
-                         "factum: cannot append to '" + path_.string() +
-                             "': the store was opened read-only");
+      throw StorageError(
+          StorageError::Kind::read_only,
+          "factum: cannot append to '" + path_.string() + "': the store was opened read-only");
     }
     for (const AppendView& a : appends) validate_batch(a.stream, a.events, options_);
     const bool notify = !signal_.empty();
@@ -40,7 +40,8 @@ class StoreImpl {
   }
 
   EventRange range(CursorQuery query) const {
-    return EventRange(make_cursor(readers_, std::move(query), std::max<std::size_t>(1, options_.read_page_size)));
+    return EventRange(
+        make_cursor(readers_, std::move(query), std::max<std::size_t>(1, options_.read_page_size)));
   }
 
   std::filesystem::path path_;
@@ -55,8 +56,8 @@ class StoreImpl {
 namespace {
 
 std::int64_t clamp(std::uint64_t v) {
-  return static_cast<std::int64_t>(
-      std::min<std::uint64_t>(v, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(
+      v, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
 }
 
 void validate_category(std::string_view category) {
@@ -109,7 +110,8 @@ EventRange EventStore::read_stream(std::string_view stream, StreamVersion from_v
 EventRange EventStore::read_stream_backward(std::string_view stream,
                                             StreamVersion from_version) const {
   detail::validate_stream_id(stream, impl_->options_);
-  const StreamVersion from = from_version == 0 ? static_cast<StreamVersion>(clamp(~0ULL)) : from_version;
+  const StreamVersion from =
+      from_version == 0 ? static_cast<StreamVersion>(clamp(~0ULL)) : from_version;
   return impl_->range({detail::CursorQuery::Kind::stream_backward, std::string(stream), from});
 }
 

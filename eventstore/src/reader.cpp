@@ -91,14 +91,16 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
       all_page(db, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
                                  "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2")
                        .c_str()),
-      stream_forward(db, select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
-                                       "WHERE s.stream_id = ?1 AND e.stream_version >= ?2 "
-                                       "ORDER BY e.stream_version LIMIT ?3")
-                             .c_str()),
-      stream_backward(db, select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
-                                        "WHERE s.stream_id = ?1 AND e.stream_version <= ?2 "
-                                        "ORDER BY e.stream_version DESC LIMIT ?3")
-                              .c_str()),
+      stream_forward(db,
+                     select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
+                                   "WHERE s.stream_id = ?1 AND e.stream_version >= ?2 "
+                                   "ORDER BY e.stream_version LIMIT ?3")
+                         .c_str()),
+      stream_backward(db,
+                      select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
+                                    "WHERE s.stream_id = ?1 AND e.stream_version <= ?2 "
+                                    "ORDER BY e.stream_version DESC LIMIT ?3")
+                          .c_str()),
       // CROSS JOIN keeps events as the outer loop: a category is read in position order by
       // walking the log, never by sorting the category.
       category_page(db, select_events("FROM events e CROSS JOIN streams s "

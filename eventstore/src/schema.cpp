@@ -83,7 +83,8 @@ void create_schema(Database& db) {
   // Another process may have created the store meanwhile.
   if (check_header(db, read_header(db))) return;
   db.exec(kSchema, "creating the schema");
-  db.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), "creating the schema");
+  db.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(),
+          "creating the schema");
   db.exec(("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str(), "creating the schema");
   tx.commit();
 }

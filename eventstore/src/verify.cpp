@@ -21,7 +21,8 @@ VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position posi
 class ChainWalk {
  public:
   explicit ChainWalk(const Hash* expected_head)
-      : expected_(expected_head), seen_head_(expected_head == nullptr || *expected_head == Hash{}) {}
+      : expected_(expected_head),
+        seen_head_(expected_head == nullptr || *expected_head == Hash{}) {}
 
   // Checks the current row of `s`; returns false (with result_ filled) at the first break.
   bool check(const Statement& s) {

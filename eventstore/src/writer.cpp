@@ -247,9 +247,9 @@ std::optional<AppendResult> Writer::find_retry(const AppendView& a,
     by_id_.bind_blob(1, first.id.bytes().data(), first.id.bytes().size());
     if (!by_id_.step("looking up an event id")) return std::nullopt;
     if (!key || by_id_.column_int(1) != *key) {
-      throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
-                                "is stored already in stream '" +
-                                    std::string(by_id_.column_text(3)) + "'");
+      throw DuplicateEventError(
+          first.id.to_string(), std::string(a.stream),
+          "is stored already in stream '" + std::string(by_id_.column_text(3)) + "'");
     }
     first_position = static_cast<Position>(by_id_.column_int(0));
     first_version = static_cast<StreamVersion>(by_id_.column_int(2));
@@ -282,9 +282,8 @@ void Writer::check_compensates(const EventData& e, std::int64_t key, std::string
   const auto& target = e.metadata.compensates->bytes();
   by_id_.bind_blob(1, target.data(), target.size());
   if (by_id_.step("looking up a compensated event") && by_id_.column_int(1) == key) return;
-  throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" +
-                        std::string(stream) + "' compensates " +
-                        e.metadata.compensates->to_string() +
+  throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" + std::string(stream) +
+                        "' compensates " + e.metadata.compensates->to_string() +
                         ", which is not an event of that stream");
 }
 

@@ -43,10 +43,10 @@ Hash hash_from_hex(std::string_view hex);
 
 // Who and what an event came from. All fields are optional; an empty string means absent.
 struct Metadata {
-  std::optional<EventId> correlation_id;  // the request or conversation it belongs to
-  std::optional<EventId> causation_id;    // the event (or command) that caused it
-  std::optional<EventId> compensates;     // the event of the same stream it corrects
-  std::string actor;                      // who did it (user, service)
+  std::optional<EventId> correlation_id;      // the request or conversation it belongs to
+  std::optional<EventId> causation_id;        // the event (or command) that caused it
+  std::optional<EventId> compensates;         // the event of the same stream it corrects
+  std::string actor;                          // who did it (user, service)
   std::map<std::string, std::string> values;  // free key/values, kept sorted by key
 
   friend bool operator==(const Metadata&, const Metadata&) = default;
@@ -56,9 +56,9 @@ struct Metadata {
 // EventData (same id) when retrying a request, so the retry is recognised as one.
 struct EventData {
   EventId id = EventId::generate();
-  std::string type;                 // non-empty, e.g. "bank.MoneyDeposited"
+  std::string type;                  // non-empty, e.g. "bank.MoneyDeposited"
   std::uint32_t schema_version = 1;  // version of the payload's layout
-  Bytes payload;                    // at most StoreOptions::max_payload_size bytes
+  Bytes payload;                     // at most StoreOptions::max_payload_size bytes
   Metadata metadata;
 
   friend bool operator==(const EventData&, const EventData&) = default;

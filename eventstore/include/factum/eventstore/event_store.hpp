@@ -69,11 +69,11 @@ struct Head {
 // What verify() found.
 struct VerifyResult {
   enum class Problem {
-    none,            // the chain is intact
-    hash_mismatch,   // an event's hash does not match its fields and the previous hash
-    position_gap,    // positions skip: events were deleted
-    malformed_row,   // a column holds the wrong kind or size of value
-    head_mismatch,   // the expected head hash is not in the chain: the log was cut off
+    none,           // the chain is intact
+    hash_mismatch,  // an event's hash does not match its fields and the previous hash
+    position_gap,   // positions skip: events were deleted
+    malformed_row,  // a column holds the wrong kind or size of value
+    head_mismatch,  // the expected head hash is not in the chain: the log was cut off
   };
   Problem problem = Problem::none;
   Position events_checked = 0;  // how many events were walked
@@ -108,8 +108,7 @@ class EventStore {
   // Nothing is written when it throws.
   AppendResult append(std::string_view stream, ExpectedVersion expected,
                       std::span<const EventData> events);
-  AppendResult append(std::string_view stream, ExpectedVersion expected,
-                      const EventData& event);
+  AppendResult append(std::string_view stream, ExpectedVersion expected, const EventData& event);
 
   // Appends to several streams in one atomic commit: all land, or none (then it throws what
   // the first failing stream's append would throw). Results are in the order of `appends`.

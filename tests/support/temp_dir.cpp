@@ -1,0 +1,47 @@
+#include "support/temp_dir.hpp"
+
+#include <unistd.h>
+#include <atomic>
+#include <random>
+
+namespace factum::test {
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  std::random_device rd;
+  path_ = std::filesystem::temp_directory_path() /
+          ("factum-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+           std::to_string(rd()));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+StoreOptions TempStore::fast_options() {
+  StoreOptions o;
+  o.durability = Durability::normal;
+  return o;
+}
+
+TempStore::TempStore(const StoreOptions& options)
+    : path(dir.file("store.db")), store(EventStore::open(path, options)) {}
+
+EventData make_event(const std::string& type, const std::string& payload) {
+  EventData e;
+  e.type = type;
+  e.payload = to_bytes(payload);
+  return e;
+}
+
+std::vector<EventData> make_events(std::size_t n, const std::string& prefix) {
+  std::vector<EventData> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(make_event("test.Happened", prefix + std::to_string(i)));
+  return out;
+}
+
+}  // namespace factum::test
