@@ -45,4 +45,17 @@ std::int64_t raw_int(const std::filesystem::path& file, const std::string& sql) 
   return v;
 }
 
+RawConnection::RawConnection(const std::filesystem::path& file) : db_(open_raw(file).release()) {}
+
+RawConnection::~RawConnection() { sqlite3_close(static_cast<sqlite3*>(db_)); }
+
+void RawConnection::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(static_cast<sqlite3*>(db_), sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "?";
+    sqlite3_free(err);
+    throw std::runtime_error("raw exec: " + msg);
+  }
+}
+
 }  // namespace factum::test

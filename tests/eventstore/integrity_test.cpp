@@ -1,0 +1,196 @@
+// The hash chain: verify() finds edits, deletions, insertions and reorderings made with raw
+// SQL behind the library's back, and verify(expected_head) finds a cut-off tail.
+#include <doctest/doctest.h>
+
+#include "support/raw_sql.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace factum;
+using factum::test::make_event;
+using factum::test::make_events;
+using factum::test::raw_exec;
+using factum::test::TempStore;
+using Problem = VerifyResult::Problem;
+
+namespace {
+
+// A store with 10 events over 3 streams, with metadata, and its triggers dropped so raw SQL
+// can tamper with it.
+struct TamperedStore : TempStore {
+  TamperedStore() {
+    for (int i = 0; i < 5; ++i) {
+      auto batch = make_events(2, "p" + std::to_string(i) + "-");
+      batch[0].metadata.actor = "alice";
+      batch[1].metadata.values = {{"k", "v"}};
+      store.append("s-" + std::to_string(i % 3), ExpectedVersion::any(), batch);
+    }
+    REQUIRE(store.verify().ok());
+    raw_exec(path, factum::test::kDropTriggers);
+  }
+  VerifyResult after(const std::string& sql) {
+    raw_exec(path, sql);
+    return store.verify();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("verify reports an intact chain and counts its events") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_events(5));
+  const VerifyResult r = t.store.verify();
+  CHECK(r.ok());
+  CHECK(static_cast<bool>(r));
+  CHECK(r.events_checked == 5);
+  CHECK(r.position == 0);
+}
+
+TEST_CASE("verify names an edited payload") {
+  TamperedStore t;
+  const auto r = t.after("UPDATE events SET payload = X'00' WHERE position = 4");
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 4);
+  CHECK(r.events_checked == 3);
+  CHECK(r.message.find("position 4") != std::string::npos);
+}
+
+TEST_CASE("verify names each edited field") {
+  const char* edits[] = {
+      "UPDATE events SET type = 'forged' WHERE position = 6",
+      "UPDATE events SET schema_version = 9 WHERE position = 6",
+      "UPDATE events SET recorded_at = recorded_at + 1 WHERE position = 6",
+      "UPDATE events SET actor = 'mallory' WHERE position = 6",
+      "UPDATE events SET extra = NULL WHERE position = 6",
+      "UPDATE events SET correlation_id = randomblob(16) WHERE position = 6",
+      "UPDATE events SET event_id = randomblob(16) WHERE position = 6",
+      "UPDATE events SET stream_version = 99 WHERE position = 6",
+      "UPDATE events SET stream_key = (SELECT min(stream_key) FROM streams), stream_version = 50 "
+      "WHERE position = 6",
+      "UPDATE streams SET stream_id = 'forged-1' WHERE stream_key = "
+      "(SELECT stream_key FROM events WHERE position = 6)",
+  };
+  for (const std::string sql : edits) {
+    CAPTURE(sql);
+    TamperedStore t;
+    const auto r = t.after(sql);
+    CHECK(r.problem == Problem::hash_mismatch);
+    CHECK(r.position <= 6);
+    CHECK(r.position >= 1);
+  }
+}
+
+TEST_CASE("verify names a re-hashed edit at the next event") {
+  // A forger who recomputes the edited event's own hash still breaks the next link.
+  TamperedStore t;
+  const auto r = t.after("UPDATE events SET hash = randomblob(32) WHERE position = 5");
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 5);
+}
+
+TEST_CASE("verify names a deleted event") {
+  TamperedStore t;
+  const auto r = t.after("DELETE FROM events WHERE position = 3");
+  CHECK(r.problem == Problem::position_gap);
+  CHECK(r.position == 3);
+  CHECK(r.message.find("3") != std::string::npos);
+}
+
+TEST_CASE("verify names a deleted first event") {
+  TamperedStore t;
+  const auto r = t.after("DELETE FROM events WHERE position = 1");
+  CHECK(r.problem == Problem::position_gap);
+  CHECK(r.position == 1);
+}
+
+TEST_CASE("verify names an inserted event") {
+  TamperedStore t;
+  const auto r = t.after(
+      "INSERT INTO events (position, stream_key, stream_version, event_id, type, schema_version, "
+      "payload, recorded_at, hash) SELECT 11, stream_key, stream_version + 100, randomblob(16), "
+      "type, 1, X'01', recorded_at, randomblob(32) FROM events WHERE position = 10");
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 11);
+}
+
+TEST_CASE("verify names an event inserted in place of a deleted one") {
+  TamperedStore t;
+  const auto r = t.after(
+      "DELETE FROM events WHERE position = 7;"
+      "INSERT INTO events (position, stream_key, stream_version, event_id, type, schema_version, "
+      "payload, recorded_at, hash) SELECT 7, stream_key, 100, randomblob(16), type, 1, X'01', "
+      "recorded_at, hash FROM events WHERE position = 8");
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 7);
+}
+
+TEST_CASE("verify names reordered events") {
+  TamperedStore t;
+  const auto r = t.after(
+      "UPDATE events SET position = 100 WHERE position = 4;"
+      "UPDATE events SET position = 4 WHERE position = 5;"
+      "UPDATE events SET position = 5 WHERE position = 100;");
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 4);
+}
+
+TEST_CASE("verify names a malformed row instead of throwing") {
+  TamperedStore t;
+  SUBCASE("hash of the wrong size") {
+    const auto r = t.after("UPDATE events SET hash = X'0102' WHERE position = 2");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 2);
+  }
+  SUBCASE("event id of the wrong size") {
+    const auto r = t.after("UPDATE events SET event_id = X'01' WHERE position = 3");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 3);
+  }
+  SUBCASE("text where a blob belongs") {
+    const auto r = t.after("UPDATE events SET payload = 'text' WHERE position = 8");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 8);
+  }
+  SUBCASE("garbage key/values") {
+    const auto r = t.after("UPDATE events SET extra = X'FFFFFFFF' WHERE position = 2");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 2);
+  }
+  SUBCASE("missing stream row") {
+    const auto r = t.after(
+        "DELETE FROM streams WHERE stream_key = (SELECT stream_key FROM events WHERE position = "
+        "1)");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 1);
+  }
+}
+
+TEST_CASE("reading a malformed row throws CorruptEventError naming its position") {
+  TamperedStore t;
+  raw_exec(t.path, "UPDATE events SET event_id = X'01' WHERE position = 3");
+  try {
+    t.store.read_all().to_vector();
+    FAIL("expected CorruptEventError");
+  } catch (const CorruptEventError& e) {
+    CHECK(e.position() == 3);
+  }
+}
+
+TEST_CASE("the chain alone cannot see a cut-off tail; verify(expected_head) can") {
+  TamperedStore t;
+  const Head kept = t.store.head();
+  raw_exec(t.path, "DELETE FROM events WHERE position >= 9");
+  CHECK(t.store.verify().ok());  // what the chain cannot see on its own
+  const auto r = t.store.verify(kept.hash);
+  CHECK(r.problem == Problem::head_mismatch);
+  CHECK(r.message.find(to_hex(kept.hash)) != std::string::npos);
+}
+
+TEST_CASE("verify(expected_head) passes when the log grew after the head was kept") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_events(3));
+  const Head kept = t.store.head();
+  t.store.append("s-1", ExpectedVersion::any(), make_events(3));
+  CHECK(t.store.verify(kept.hash).ok());
+  CHECK(t.store.verify(t.store.head().hash).ok());
+  CHECK(t.store.verify(Head{}.hash).ok());  // the empty store's head
+}

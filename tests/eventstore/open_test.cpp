@@ -1,0 +1,199 @@
+// Opening files, and the errors of the storage: foreign files, newer formats, read-only
+// stores, a full disk and a locked file. Each leaves what is stored readable and unchanged.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "support/raw_sql.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace factum;
+using factum::test::make_event;
+using factum::test::make_events;
+using factum::test::raw_exec;
+using factum::test::raw_int;
+using factum::test::TempDir;
+using factum::test::TempStore;
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+StorageError::Kind open_error(const std::filesystem::path& p, const StoreOptions& o = {}) {
+  try {
+    EventStore::open(p, o);
+  } catch (const StorageError& e) {
+    CHECK(std::string(e.what()).find(p.string()) != std::string::npos);
+    return e.kind();
+  }
+  FAIL("open did not throw");
+  return StorageError::Kind::other;
+}
+
+}  // namespace
+
+TEST_CASE("a new store records its format in the file header and uses WAL") {
+  TempStore t;
+  CHECK(raw_int(t.path, "PRAGMA application_id") == 0x4643544d);
+  CHECK(raw_int(t.path, "PRAGMA user_version") == 1);
+  CHECK(std::filesystem::exists(t.path.string() + "-wal"));
+}
+
+TEST_CASE("events survive closing and reopening the store") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  const auto batch = make_events(4);
+  Head head;
+  {
+    auto store = EventStore::open(path);
+    store.append("s-1", ExpectedVersion::any(), batch);
+    head = store.head();
+  }
+  auto store = EventStore::open(path);
+  CHECK(store.head() == head);
+  CHECK(store.stream_version("s-1") == 4);
+  CHECK(store.verify(head.hash).ok());
+}
+
+TEST_CASE("opening a file that is not SQLite fails with not_a_store and changes nothing") {
+  TempDir dir;
+  const auto path = dir.file("notes.txt");
+  const std::string bytes(8192, 'Q');
+  write_file(path, bytes);
+  CHECK(open_error(path) == StorageError::Kind::not_a_store);
+  CHECK(slurp(path) == bytes);
+  CHECK_FALSE(std::filesystem::exists(path.string() + "-wal"));
+}
+
+TEST_CASE(
+    "opening another application's SQLite database fails with not_a_store and changes nothing") {
+  TempDir dir;
+  const auto path = dir.file("other.db");
+  write_file(path, "");  // raw_exec opens without SQLITE_OPEN_CREATE
+  raw_exec(path, "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ann');");
+  const std::string before = slurp(path);
+  CHECK(open_error(path) == StorageError::Kind::not_a_store);
+  CHECK(slurp(path) == before);
+  CHECK(raw_int(path, "SELECT count(*) FROM people") == 1);
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'events'") == 0);
+}
+
+TEST_CASE("opening a store of a newer format fails with newer_format and changes nothing") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_event());
+  raw_exec(t.path, "PRAGMA user_version = 2");
+  CHECK(open_error(t.path) == StorageError::Kind::newer_format);
+  CHECK(raw_int(t.path, "PRAGMA user_version") == 2);
+  CHECK(raw_int(t.path, "SELECT count(*) FROM events") == 1);
+}
+
+TEST_CASE("an empty existing file becomes a new store") {
+  TempDir dir;
+  const auto path = dir.file("empty.db");
+  write_file(path, "");
+  auto store = EventStore::open(path);
+  CHECK(store.append("s-1", ExpectedVersion::any(), make_event()).last_position == 1);
+}
+
+TEST_CASE("a missing file is not created when create_if_missing is false") {
+  TempDir dir;
+  StoreOptions o;
+  o.create_if_missing = false;
+  CHECK(open_error(dir.file("missing.db"), o) == StorageError::Kind::io);
+  CHECK_FALSE(std::filesystem::exists(dir.file("missing.db")));
+}
+
+TEST_CASE("a store opened read-only reads but refuses appends with a clear error") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_events(3));
+  StoreOptions o;
+  o.read_only = true;
+  auto ro = EventStore::open(t.path, o);
+  CHECK(ro.read_all().to_vector().size() == 3);
+  CHECK(ro.verify().ok());
+  try {
+    ro.append("s-1", ExpectedVersion::any(), make_event());
+    FAIL("expected StorageError");
+  } catch (const StorageError& e) {
+    CHECK(e.kind() == StorageError::Kind::read_only);
+    CHECK(std::string(e.what()).find(t.path.string()) != std::string::npos);
+  }
+  CHECK(t.store.head_position() == 3);
+}
+
+TEST_CASE("opening a missing file read-only fails and creates nothing") {
+  TempDir dir;
+  StoreOptions o;
+  o.read_only = true;
+  CHECK(open_error(dir.file("missing.db"), o) == StorageError::Kind::io);
+  CHECK_FALSE(std::filesystem::exists(dir.file("missing.db")));
+}
+
+TEST_CASE("a full disk fails the append with kind full and leaves the store readable") {
+  StoreOptions o = TempStore::fast_options();
+  o.max_file_size = 256 * 1024;
+  TempStore t(o);
+  std::size_t stored = 0;
+  bool full = false;
+  for (int i = 0; i < 1000 && !full; ++i) {
+    try {
+      t.store.append("s-1", ExpectedVersion::any(), make_events(10, std::string(500, 'p')));
+      stored += 10;
+    } catch (const StorageError& e) {
+      CHECK(e.kind() == StorageError::Kind::full);
+      CHECK(std::string(e.what()).find(t.path.string()) != std::string::npos);
+      full = true;
+    }
+  }
+  REQUIRE(full);
+  CHECK(t.store.head_position() == stored);
+  CHECK(t.store.read_all().to_vector().size() == stored);
+  CHECK(t.store.verify().ok());
+  // Still full: a second failure changes nothing either.
+  CHECK_THROWS_AS(
+      t.store.append("s-1", ExpectedVersion::any(), make_events(10, std::string(500, 'p'))),
+      StorageError);
+  CHECK(t.store.verify().ok());
+}
+
+TEST_CASE("a locked file fails the append with kind busy after the busy timeout") {
+  StoreOptions o = TempStore::fast_options();
+  o.busy_timeout = std::chrono::milliseconds(100);
+  TempStore t(o);
+  t.store.append("s-1", ExpectedVersion::any(), make_event());
+  {
+    factum::test::RawConnection other(t.path);
+    other.exec("BEGIN IMMEDIATE");
+    try {
+      t.store.append("s-1", ExpectedVersion::any(), make_event());
+      FAIL("expected StorageError");
+    } catch (const StorageError& e) {
+      CHECK(e.kind() == StorageError::Kind::busy);
+      CHECK(std::string(e.what()).find("locked") != std::string::npos);
+    }
+    // Reads go on while another connection holds the write lock.
+    CHECK(t.store.read_all().to_vector().size() == 1);
+    other.exec("ROLLBACK");
+  }
+  CHECK(t.store.append("s-1", ExpectedVersion::any(), make_event()).stream_version == 2);
+  CHECK(t.store.verify().ok());
+}
+
+TEST_CASE("two stores on one file see each other's appends") {
+  TempStore t;
+  auto second = EventStore::open(t.path, TempStore::fast_options());
+  t.store.append("s-1", ExpectedVersion::no_stream(), make_event());
+  CHECK(second.stream_version("s-1") == 1);
+  CHECK(second.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
+  CHECK_THROWS_AS(t.store.append("s-1", ExpectedVersion::exact(1), make_event()), ConcurrencyError);
+  CHECK(t.store.verify().ok());
+}
