@@ -2,52 +2,34 @@
 
 #include <limits>
 
-#include "reader.hpp"
-#include "rows.hpp"
-#include "schema.hpp"
+#include "storage.hpp"
 #include "validation.hpp"
-#include "verify.hpp"
-#include "writer.hpp"
 
 namespace factum {
 namespace detail {
 
+// What an EventStore shares with its ranges: the backend, the options, the signal.
 class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
-      : path_(path), options_(options) {
-    if (options_.read_only) {
-      Database probe(path_, SQLITE_OPEN_READONLY);
-      prepare_schema(probe, options_);
-    } else {
-      writer_ = std::make_unique<Writer>(path_, options_);
-    }
-    readers_ = std::make_shared<ReaderPool>(path_, options_);
-  }
+      : path_(path), options_(options), storage_(open_sqlite_storage(path, options)) {}
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
-    if (!writer_) {
-      throw StorageError(
-          StorageError::Kind::read_only,
-          "factum: cannot append to '" + path_.string() + "': the store was opened read-only");
-    }
     for (const AppendView& a : appends) validate_batch(a.stream, a.events, options_);
     const bool notify = !signal_.empty();
     std::vector<RecordedEvent> committed;
-    auto results = writer_->write(appends, notify ? &committed : nullptr);
+    auto results = storage_->append(appends, notify ? &committed : nullptr);
     if (notify && !committed.empty()) signal_(committed);
     return results;
   }
 
-  EventRange range(CursorQuery query) const {
-    return EventRange(
-        make_cursor(readers_, std::move(query), std::max<std::size_t>(1, options_.read_page_size)));
+  EventRange range(PageQuery query) const {
+    return EventRange(make_cursor(storage_, std::move(query), options_.read_page_size));
   }
 
   std::filesystem::path path_;
   StoreOptions options_;
-  std::unique_ptr<Writer> writer_;
-  std::shared_ptr<ReaderPool> readers_;
+  std::shared_ptr<Storage> storage_;
   EventStore::AppendedSignal signal_;
 };
 
@@ -103,7 +85,7 @@ std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend>
 
 EventRange EventStore::read_stream(std::string_view stream, StreamVersion from_version) const {
   detail::validate_stream_id(stream, impl_->options_);
-  return impl_->range({detail::CursorQuery::Kind::stream_forward, std::string(stream),
+  return impl_->range({detail::PageQuery::Kind::stream_forward, std::string(stream),
                        std::max<StreamVersion>(from_version, 1)});
 }
 
@@ -112,68 +94,40 @@ EventRange EventStore::read_stream_backward(std::string_view stream,
   detail::validate_stream_id(stream, impl_->options_);
   const StreamVersion from =
       from_version == 0 ? static_cast<StreamVersion>(clamp(~0ULL)) : from_version;
-  return impl_->range({detail::CursorQuery::Kind::stream_backward, std::string(stream), from});
+  return impl_->range({detail::PageQuery::Kind::stream_backward, std::string(stream), from});
 }
 
 EventRange EventStore::read_category(std::string_view category, Position from_position) const {
   validate_category(category);
-  return impl_->range({detail::CursorQuery::Kind::category, std::string(category),
+  return impl_->range({detail::PageQuery::Kind::category, std::string(category),
                        std::max<Position>(from_position, 1)});
 }
 
 EventRange EventStore::read_all(Position from_position) const {
-  return impl_->range({detail::CursorQuery::Kind::all, {}, std::max<Position>(from_position, 1)});
+  return impl_->range({detail::PageQuery::Kind::all, {}, std::max<Position>(from_position, 1)});
 }
 
 StreamVersion EventStore::stream_version(std::string_view stream) const {
   detail::validate_stream_id(stream, impl_->options_);
-  auto conn = impl_->readers_->acquire();
-  detail::Statement& s = conn->stream_version;
-  detail::StatementScope scope(s);
-  s.bind(1, stream);
-  return s.step("reading a stream's version") ? static_cast<StreamVersion>(s.column_int(0)) : 0;
+  return impl_->storage_->stream_version(stream);
 }
 
 Position EventStore::head_position() const { return head().position; }
 
-Head EventStore::head() const {
-  auto conn = impl_->readers_->acquire();
-  detail::Statement& s = conn->head;
-  detail::StatementScope scope(s);
-  Head h;
-  if (!s.step("reading the head of the log")) return h;
-  h.position = static_cast<Position>(s.column_int(0));
-  const auto hash = s.column_blob(1);
-  if (hash.size() != h.hash.size()) throw CorruptEventError(h.position, "its hash is not 32 bytes");
-  std::copy(hash.begin(), hash.end(), reinterpret_cast<std::byte*>(h.hash.data()));
-  return h;
-}
+Head EventStore::head() const { return impl_->storage_->head(); }
 
 std::optional<RecordedEvent> EventStore::read_event(const EventId& id) const {
-  auto conn = impl_->readers_->acquire();
-  detail::Statement& s = conn->by_id;
-  detail::StatementScope scope(s);
-  s.bind_blob(1, id.bytes().data(), id.bytes().size());
-  if (!s.step("reading an event")) return std::nullopt;
-  RecordedEvent e;
-  detail::read_row(s, e);
-  return e;
+  return impl_->storage_->read_event(id);
 }
 
 std::vector<RecordedEvent> EventStore::compensations_of(const EventId& id) const {
-  auto conn = impl_->readers_->acquire();
-  detail::Statement& s = conn->compensations;
-  detail::StatementScope scope(s);
-  s.bind_blob(1, id.bytes().data(), id.bytes().size());
-  std::vector<RecordedEvent> out;
-  while (s.step("reading compensations")) detail::read_row(s, out.emplace_back());
-  return out;
+  return impl_->storage_->compensations_of(id);
 }
 
-VerifyResult EventStore::verify() const { return detail::verify_chain(*impl_->readers_, nullptr); }
+VerifyResult EventStore::verify() const { return impl_->storage_->verify(nullptr); }
 
 VerifyResult EventStore::verify(const Hash& expected_head) const {
-  return detail::verify_chain(*impl_->readers_, &expected_head);
+  return impl_->storage_->verify(&expected_head);
 }
 
 EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }

@@ -18,70 +18,19 @@ int reader_flags(const StoreOptions& options) {
   return options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
 }
 
-class Cursor final : public EventCursor {
- public:
-  Cursor(std::shared_ptr<ReaderPool> pool, CursorQuery query, std::size_t page_size)
-      : pool_(std::move(pool)), query_(std::move(query)), page_size_(page_size) {}
-
-  void next_page(std::vector<RecordedEvent>& page) override {
-    page.clear();
-    if (done_) return;
-    auto conn = pool_->acquire();
-    Statement& s = statement(*conn);
-    StatementScope scope(s);
-    bind(s);
-    page.reserve(page_size_);
-    while (page.size() < page_size_ && s.step("reading events")) {
-      read_row(s, page.emplace_back());
-    }
-    if (page.size() < page_size_) done_ = true;
-    if (!page.empty()) advance(page.back());
+Statement& statement_for(ReadConnection& c, PageQuery::Kind kind) {
+  switch (kind) {
+    case PageQuery::Kind::all:
+      return c.all_page;
+    case PageQuery::Kind::stream_forward:
+      return c.stream_forward;
+    case PageQuery::Kind::stream_backward:
+      return c.stream_backward;
+    case PageQuery::Kind::category:
+      return c.category_page;
   }
-
- private:
-  Statement& statement(ReadConnection& c) const {
-    switch (query_.kind) {
-      case CursorQuery::Kind::all:
-        return c.all_page;
-      case CursorQuery::Kind::stream_forward:
-        return c.stream_forward;
-      case CursorQuery::Kind::stream_backward:
-        return c.stream_backward;
-      case CursorQuery::Kind::category:
-        return c.category_page;
-    }
-    return c.all_page;
-  }
-
-  void bind(Statement& s) const {
-    int next = 1;
-    if (query_.kind != CursorQuery::Kind::all) s.bind(next++, std::string_view(query_.key));
-    s.bind(next++, static_cast<std::int64_t>(std::min<std::uint64_t>(
-                       query_.from, std::numeric_limits<std::int64_t>::max())));
-    s.bind(next, static_cast<std::int64_t>(page_size_));
-  }
-
-  void advance(const RecordedEvent& last) {
-    switch (query_.kind) {
-      case CursorQuery::Kind::all:
-      case CursorQuery::Kind::category:
-        query_.from = last.position + 1;
-        break;
-      case CursorQuery::Kind::stream_forward:
-        query_.from = last.stream_version + 1;
-        break;
-      case CursorQuery::Kind::stream_backward:
-        if (last.stream_version <= 1) done_ = true;
-        query_.from = last.stream_version - 1;
-        break;
-    }
-  }
-
-  std::shared_ptr<ReaderPool> pool_;
-  CursorQuery query_;
-  std::size_t page_size_;
-  bool done_ = false;
-};
+  return c.all_page;
+}
 
 }  // namespace
 
@@ -146,9 +95,18 @@ void ReaderPool::release(std::unique_ptr<ReadConnection> conn) noexcept {
   }
 }
 
-std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<ReaderPool> pool, CursorQuery query,
-                                         std::size_t page_size) {
-  return std::make_shared<Cursor>(std::move(pool), std::move(query), page_size);
+void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+               std::vector<RecordedEvent>& page) {
+  page.clear();
+  Statement& s = statement_for(conn, query.kind);
+  StatementScope scope(s);
+  int next = 1;
+  if (query.kind != PageQuery::Kind::all) s.bind(next++, std::string_view(query.key));
+  s.bind(next++, static_cast<std::int64_t>(std::min<std::uint64_t>(
+                     query.from, std::numeric_limits<std::int64_t>::max())));
+  s.bind(next, static_cast<std::int64_t>(limit));
+  page.reserve(limit);
+  while (page.size() < limit && s.step("reading events")) read_row(s, page.emplace_back());
 }
 
 }  // namespace factum::detail

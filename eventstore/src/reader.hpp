@@ -1,5 +1,5 @@
 // Read connections: a pool of connections, each with its prepared read statements, and the
-// cursors that page through the log for EventRange.
+// paged reads done on them.
 #pragma once
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/store_options.hpp"
 #include "sqlite.hpp"
+#include "storage.hpp"
 
 namespace factum::detail {
 
@@ -58,15 +59,8 @@ class ReaderPool {
   std::vector<std::unique_ptr<ReadConnection>> idle_;
 };
 
-// What an EventRange walks.
-struct CursorQuery {
-  enum class Kind { all, stream_forward, stream_backward, category };
-  Kind kind = Kind::all;
-  std::string key;         // stream id or category
-  std::uint64_t from = 1;  // position or stream version
-};
-
-std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<ReaderPool> pool, CursorQuery query,
-                                         std::size_t page_size);
+// Replaces `page` with up to `limit` events matching `query` (see Storage::read_page).
+void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+               std::vector<RecordedEvent>& page);
 
 }  // namespace factum::detail

@@ -20,15 +20,9 @@
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
 #include "sqlite.hpp"
+#include "storage.hpp"
 
 namespace factum::detail {
-
-// One stream's part of an append, by reference (the caller's events are not copied).
-struct AppendView {
-  std::string_view stream;
-  ExpectedVersion expected = ExpectedVersion::any();
-  std::span<const EventData> events;
-};
 
 class Writer {
  public:

@@ -1,0 +1,103 @@
+// The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
+#include <algorithm>
+
+#include "reader.hpp"
+#include "rows.hpp"
+#include "schema.hpp"
+#include "storage.hpp"
+#include "verify.hpp"
+#include "writer.hpp"
+
+namespace factum::detail {
+namespace {
+
+class SqliteStorage final : public Storage {
+ public:
+  SqliteStorage(const std::filesystem::path& path, const StoreOptions& options)
+      : path_(path.string()) {
+    if (options.read_only) {
+      Database probe(path, SQLITE_OPEN_READONLY);
+      prepare_schema(probe, options);
+    } else {
+      writer_ = std::make_unique<Writer>(path, options);
+    }
+    readers_ = std::make_unique<ReaderPool>(path, options);
+  }
+
+  std::vector<AppendResult> append(std::span<const AppendView> appends,
+                                   std::vector<RecordedEvent>* committed) override {
+    if (!writer_) {
+      throw StorageError(StorageError::Kind::read_only, "factum: cannot append to '" + path_ +
+                                                            "': the store was opened read-only");
+    }
+    return writer_->write(appends, committed);
+  }
+
+  void read_page(const PageQuery& query, std::size_t limit,
+                 std::vector<RecordedEvent>& page) override {
+    auto conn = readers_->acquire();
+    detail::read_page(*conn, query, limit, page);
+  }
+
+  StreamVersion stream_version(std::string_view stream) override {
+    auto conn = readers_->acquire();
+    Statement& s = conn->stream_version;
+    StatementScope scope(s);
+    s.bind(1, stream);
+    return s.step("reading a stream's version") ? static_cast<StreamVersion>(s.column_int(0)) : 0;
+  }
+
+  Head head() override {
+    auto conn = readers_->acquire();
+    Statement& s = conn->head;
+    StatementScope scope(s);
+    Head h;
+    if (!s.step("reading the head of the log")) return h;
+    h.position = static_cast<Position>(s.column_int(0));
+    const auto hash = s.column_blob(1);
+    if (hash.size() != h.hash.size())
+      throw CorruptEventError(h.position, "its hash is not 32 bytes");
+    std::transform(hash.begin(), hash.end(), h.hash.begin(),
+                   [](std::byte b) { return static_cast<std::uint8_t>(b); });
+    return h;
+  }
+
+  std::optional<RecordedEvent> read_event(const EventId& id) override {
+    auto conn = readers_->acquire();
+    Statement& s = conn->by_id;
+    StatementScope scope(s);
+    s.bind_blob(1, id.bytes().data(), id.bytes().size());
+    if (!s.step("reading an event")) return std::nullopt;
+    RecordedEvent e;
+    read_row(s, e);
+    return e;
+  }
+
+  std::vector<RecordedEvent> compensations_of(const EventId& id) override {
+    auto conn = readers_->acquire();
+    Statement& s = conn->compensations;
+    StatementScope scope(s);
+    s.bind_blob(1, id.bytes().data(), id.bytes().size());
+    std::vector<RecordedEvent> out;
+    while (s.step("reading compensations")) read_row(s, out.emplace_back());
+    return out;
+  }
+
+  VerifyResult verify(const Hash* expected_head) override {
+    return verify_chain(*readers_, expected_head);
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<ReaderPool> readers_;
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
+                                             const StoreOptions& options) {
+  return std::make_shared<SqliteStorage>(path, options);
+}
+
+}  // namespace factum::detail

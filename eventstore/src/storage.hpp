@@ -1,0 +1,60 @@
+// The one narrow interface between EventStore and a storage backend. SQLite is the backend
+// today (sqlite_storage.cpp); a second one (PostgreSQL, for services that outgrow one
+// machine) implements this interface and nothing above it changes.
+//
+// Thread-safety: every member may be called from any thread concurrently.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "factum/eventstore/event_store.hpp"
+
+namespace factum::detail {
+
+// One stream's part of an append, by reference (the caller's events are not copied).
+struct AppendView {
+  std::string_view stream;
+  ExpectedVersion expected = ExpectedVersion::any();
+  std::span<const EventData> events;
+};
+
+// What a page read selects.
+struct PageQuery {
+  enum class Kind { all, stream_forward, stream_backward, category };
+  Kind kind = Kind::all;
+  std::string key;         // the stream id or the category
+  std::uint64_t from = 1;  // first position (all, category) or stream version (streams)
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // Commits `appends` atomically with the semantics of EventStore::append_multi (arguments
+  // are validated already). Fills `committed` (when not null) with the events written.
+  virtual std::vector<AppendResult> append(std::span<const AppendView> appends,
+                                           std::vector<RecordedEvent>* committed) = 0;
+  // Replaces `page` with up to `limit` events matching `query`, in its order.
+  virtual void read_page(const PageQuery& query, std::size_t limit,
+                         std::vector<RecordedEvent>& page) = 0;
+  virtual StreamVersion stream_version(std::string_view stream) = 0;
+  virtual Head head() = 0;
+  virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
+  virtual std::vector<RecordedEvent> compensations_of(const EventId& id) = 0;
+  virtual VerifyResult verify(const Hash* expected_head) = 0;
+};
+
+// Opens the SQLite backend on `path` (creating or checking the schema).
+std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
+                                             const StoreOptions& options);
+
+// A cursor for EventRange that pages through `storage`.
+std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<Storage> storage, PageQuery query,
+                                         std::size_t page_size);
+
+}  // namespace factum::detail
