@@ -15,12 +15,28 @@ class StoreImpl {
       : path_(path), options_(options), storage_(open_sqlite_storage(path, options)) {}
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
-    for (const AppendView& a : appends) validate_batch(a.stream, a.events, options_);
+    validate(appends);
     const bool notify = !signal_.empty();
     std::vector<RecordedEvent> committed;
     auto results = storage_->append(appends, notify ? &committed : nullptr);
     if (notify && !committed.empty()) signal_(committed);
     return results;
+  }
+
+  void validate(std::span<const AppendView> appends) const {
+    for (const AppendView& a : appends) validate_batch(a.stream, a.events, options_);
+    if (appends.size() == 1) {
+      const std::span<const EventData> batch = appends.front().events;
+      check_unique_ids({&batch, 1}, {&appends.front().stream, 1});
+      return;
+    }
+    std::vector<std::span<const EventData>> batches;
+    std::vector<std::string_view> streams;
+    for (const AppendView& a : appends) {
+      batches.push_back(a.events);
+      streams.push_back(a.stream);
+    }
+    check_unique_ids(batches, streams);
   }
 
   EventRange range(PageQuery query) const {

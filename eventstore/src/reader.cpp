@@ -66,7 +66,12 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
                     .c_str()),
       compensations(db, select_events("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
                                       "WHERE e.compensates = ?1 ORDER BY e.position")
-                            .c_str()) {}
+                            .c_str()),
+      verify_page(db, select_events(", s.category FROM events e LEFT JOIN streams s "
+                                    "ON s.stream_key = e.stream_key WHERE e.position >= ?1 "
+                                    "ORDER BY e.position LIMIT ?2")
+                          .c_str()),
+      sequence(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'") {}
 
 ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options)
     : path_(std::move(path)), options_(std::move(options)) {}

@@ -26,6 +26,8 @@ struct ReadConnection {
   Statement head;
   Statement by_id;
   Statement compensations;
+  Statement verify_page;  // kEventColumns plus the stream's category
+  Statement sequence;     // AUTOINCREMENT's record of the highest position ever written
 };
 
 // Hands out idle read connections, opening a new one when none is idle.

@@ -1,6 +1,9 @@
 #include "schema.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace factum::detail {
 namespace {
@@ -52,8 +55,20 @@ struct Header {
   std::int64_t objects = 0;
 };
 
+// Reads the header in one read transaction, so a store being created by another process is
+// seen either before or after its creation, never half made.
 Header read_header(Database& db) {
   Header h;
+  const bool own_transaction = !db.in_transaction();
+  if (own_transaction) db.exec("BEGIN", "reading the file header");
+  struct End {
+    Database& db;
+    bool active;
+    ~End() {
+      if (active && db.in_transaction())
+        sqlite3_exec(db.get(), "COMMIT", nullptr, nullptr, nullptr);
+    }
+  } end{db, own_transaction};
   h.application_id = db.query_int("PRAGMA application_id", "reading the file header");
   h.format = db.query_int("PRAGMA user_version", "reading the file header");
   h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading the schema");
@@ -77,8 +92,37 @@ bool check_header(const Database& db, const Header& h) {
   not_a_store(db, "it is a SQLite database of another application");
 }
 
-void create_schema(Database& db) {
-  db.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+std::string journal_mode(Database& db) {
+  Statement s(db, "PRAGMA journal_mode");
+  return s.step("reading the journal mode") ? std::string(s.column_text(0)) : std::string();
+}
+
+// Switches the file to WAL mode (persistent). SQLite may refuse the switch with SQLITE_BUSY
+// without calling the busy handler while another connection opens the file, so retry until
+// the busy timeout runs out.
+void ensure_wal(Database& db, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto pause = std::chrono::milliseconds(1);;
+       pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
+    try {
+      if (journal_mode(db) == "wal") return;
+      db.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+      if (journal_mode(db) == "wal") return;
+    } catch (const StorageError& e) {
+      if (e.kind() != StorageError::Kind::busy || std::chrono::steady_clock::now() >= deadline)
+        throw;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw StorageError(StorageError::Kind::busy, "factum: switching '" + db.file() +
+                                                       "' to WAL mode failed: the store is "
+                                                       "locked by another connection or process");
+    }
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+void create_schema(Database& db, const StoreOptions& options) {
+  ensure_wal(db, options.busy_timeout);
   Transaction tx(db, Transaction::Mode::immediate);
   // Another process may have created the store meanwhile.
   if (check_header(db, read_header(db))) return;
@@ -92,6 +136,8 @@ void create_schema(Database& db) {
 }  // namespace
 
 void prepare_schema(Database& db, const StoreOptions& options) {
+  // Wait for other processes (creating the store, say) instead of failing at once.
+  sqlite3_busy_timeout(db.get(), static_cast<int>(options.busy_timeout.count()));
   Header h;
   try {
     h = read_header(db);
@@ -102,11 +148,11 @@ void prepare_schema(Database& db, const StoreOptions& options) {
     throw;
   }
   if (check_header(db, h)) {
-    if (!options.read_only) db.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+    if (!options.read_only) ensure_wal(db, options.busy_timeout);
     return;
   }
   if (options.read_only) not_a_store(db, "the file is empty and the store is opened read-only");
-  create_schema(db);
+  create_schema(db, options);
 }
 
 void configure_connection(Database& db, const StoreOptions& options, bool reader) {

@@ -1,6 +1,9 @@
 #include "validation.hpp"
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "factum/eventstore/errors.hpp"
 
@@ -43,6 +46,10 @@ void validate_stream_id(std::string_view stream, const StoreOptions& options) {
                           std::to_string(stream.size()) + " bytes long; the limit is " +
                           std::to_string(options.max_stream_id_length));
   }
+  if (stream.front() == '-') {
+    throw InvalidArgument("factum: stream id '" + printable(stream) +
+                          "' starts with '-', which would leave it without a category");
+  }
   if (has_control_character(stream)) {
     throw InvalidArgument("factum: stream id '" + printable(stream) +
                           "' contains a control character");
@@ -70,6 +77,25 @@ void validate_batch(std::string_view stream, std::span<const EventData> events,
     }
     if (e.metadata.compensates && *e.metadata.compensates == e.id) {
       throw InvalidArgument("factum: " + where + " compensates itself");
+    }
+  }
+}
+
+void check_unique_ids(std::span<const std::span<const EventData>> batches,
+                      std::span<const std::string_view> streams) {
+  std::size_t total = 0;
+  for (const auto& b : batches) total += b.size();
+  if (total < 2) return;
+  std::vector<std::pair<EventId, std::size_t>> ids;
+  ids.reserve(total);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    for (const EventData& e : batches[i]) ids.emplace_back(e.id, i);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].first == ids[i - 1].first) {
+      throw DuplicateEventError(ids[i].first.to_string(), std::string(streams[ids[i].second]),
+                                "appears twice in the same append");
     }
   }
 }

@@ -9,6 +9,7 @@ namespace factum::detail {
 namespace {
 
 constexpr std::int64_t kVerifyPage = 4096;
+constexpr int kCategoryColumn = 14;  // after the 14 columns of kEventColumns
 
 VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position position,
                     std::string message) {
@@ -31,6 +32,14 @@ class ChainWalk {
     if (!problem.empty()) {
       result_ = broken(result_, VerifyResult::Problem::malformed_row, at,
                        "the event at position " + std::to_string(at) + " is malformed: " + problem);
+      return false;
+    }
+    if (event_.category() != s.column_text(kCategoryColumn)) {
+      result_ = broken(result_, VerifyResult::Problem::malformed_row, at,
+                       "the event at position " + std::to_string(at) + " belongs to stream '" +
+                           event_.stream_id + "', whose recorded category '" +
+                           std::string(s.column_text(kCategoryColumn)) + "' is not '" +
+                           std::string(event_.category()) + "'");
       return false;
     }
     if (event_.position != next_) {
@@ -64,7 +73,14 @@ class ChainWalk {
     return true;
   }
 
-  VerifyResult finish() {
+  // `sequence`: the highest position the file's AUTOINCREMENT counter has handed out.
+  VerifyResult finish(Position sequence) {
+    if (sequence >= next_) {
+      return broken(result_, VerifyResult::Problem::truncated, next_,
+                    "the log ends at position " + std::to_string(next_ - 1) +
+                        " but positions up to " + std::to_string(sequence) +
+                        " were written: events were removed from its end");
+    }
     if (!seen_head_) {
       return broken(result_, VerifyResult::Problem::head_mismatch, next_,
                     "the expected head hash " + to_hex(*expected_) +
@@ -94,7 +110,7 @@ VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head) {
   ChainWalk walk(expected_head);
   for (;;) {
     auto conn = pool.acquire();
-    Statement& s = conn->all_page;
+    Statement& s = conn->verify_page;
     StatementScope scope(s);
     s.bind(1, static_cast<std::int64_t>(walk.next()));
     s.bind(2, kVerifyPage);
@@ -105,7 +121,10 @@ VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head) {
     }
     if (rows < kVerifyPage) break;
   }
-  return walk.finish();
+  auto conn = pool.acquire();
+  StatementScope scope(conn->sequence);
+  const bool has_sequence = conn->sequence.step("reading the position counter");
+  return walk.finish(has_sequence ? static_cast<Position>(conn->sequence.column_int(0)) : 0);
 }
 
 }  // namespace factum::detail

@@ -168,6 +168,10 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
   const StreamVersion current = key ? last_version(*key) : 0;
   if (auto retry = find_retry(a, key)) return *retry;
   if (!a.expected.matches(current)) {
+    // A batch that partly overlaps stored events is a duplicate, whatever its version.
+    for (const EventData& e : a.events.subspan(1)) {
+      if (is_stored(e.id)) throw_duplicate(e.id, a.stream);
+    }
     throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
   }
   if (!key) key = insert_stream(a.stream);
@@ -324,14 +328,19 @@ void Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& ha
   throw_sqlite(db_.get(), rc, "appending an event", db_.file());
 }
 
+bool Writer::is_stored(const EventId& id) {
+  StatementScope scope(by_id_);
+  by_id_.bind_blob(1, id.bytes().data(), id.bytes().size());
+  return by_id_.step("looking up an event id");
+}
+
 void Writer::throw_duplicate(const EventId& id, std::string_view stream) {
   StatementScope scope(by_id_);
   by_id_.bind_blob(1, id.bytes().data(), id.bytes().size());
   const std::string where = by_id_.step("looking up an event id")
-                                ? "stream '" + std::string(by_id_.column_text(3)) + "'"
-                                : "this batch";
-  throw DuplicateEventError(id.to_string(), std::string(stream),
-                            "is stored already (in " + where + ")");
+                                ? " in stream '" + std::string(by_id_.column_text(3)) + "'"
+                                : "";
+  throw DuplicateEventError(id.to_string(), std::string(stream), "is stored already" + where);
 }
 
 }  // namespace factum::detail

@@ -59,6 +59,7 @@ class Writer {
   std::optional<AppendResult> find_retry(const AppendView& a, std::optional<std::int64_t> key);
   void check_compensates(const EventData& e, std::int64_t key, std::string_view stream);
   void insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
+  bool is_stored(const EventId& id);
   [[noreturn]] void throw_duplicate(const EventId& id, std::string_view stream);
   void rollback() noexcept;
 

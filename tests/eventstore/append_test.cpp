@@ -136,9 +136,33 @@ TEST_CASE("the same id twice in one batch throws DuplicateEventError and writes 
   TempStore t;
   const auto e = make_event();
   std::vector<EventData> batch{e, make_event(), e};
-  CHECK_THROWS_AS(t.store.append("a-1", ExpectedVersion::any(), batch), DuplicateEventError);
+  try {
+    t.store.append("a-1", ExpectedVersion::any(), batch);
+    FAIL("expected DuplicateEventError");
+  } catch (const DuplicateEventError& err) {
+    CHECK(std::string(err.what()).find("twice") != std::string::npos);
+  }
   CHECK(t.store.head_position() == 0);
   CHECK(t.store.stream_version("a-1") == 0);
+}
+
+TEST_CASE("the same id in two streams of one append_multi throws DuplicateEventError") {
+  TempStore t;
+  const auto e = make_event();
+  std::vector<StreamAppend> multi{{"a-1", ExpectedVersion::any(), {e}},
+                                  {"b-1", ExpectedVersion::any(), {make_event(), e}}};
+  CHECK_THROWS_AS(t.store.append_multi(multi), DuplicateEventError);
+  CHECK(t.store.head_position() == 0);
+}
+
+TEST_CASE("a partial overlap is a duplicate even when its expected version is stale") {
+  TempStore t;
+  const auto stored = make_event();
+  t.store.append("a-1", ExpectedVersion::any(), make_events(2));
+  t.store.append("a-1", ExpectedVersion::any(), stored);
+  std::vector<EventData> batch{make_event(), stored};
+  CHECK_THROWS_AS(t.store.append("a-1", ExpectedVersion::exact(1), batch), DuplicateEventError);
+  CHECK(t.store.head_position() == 3);
 }
 
 TEST_CASE("invalid arguments throw InvalidArgument and write nothing") {
@@ -158,6 +182,7 @@ TEST_CASE("invalid arguments throw InvalidArgument and write nothing") {
                                              3),
                                  ExpectedVersion::any(), make_event()),
                   InvalidArgument);
+  CHECK_THROWS_AS(t.store.append("-1", ExpectedVersion::any(), make_event()), InvalidArgument);
   CHECK_THROWS_AS(t.store.append("a-1", ExpectedVersion::any(), make_event("")), InvalidArgument);
   CHECK_THROWS_AS(
       t.store.append("a-1", ExpectedVersion::any(), make_event("t", std::string(17, 'x'))),

@@ -66,7 +66,7 @@ TEST_CASE("verify names each edited field") {
       "UPDATE events SET stream_version = 99 WHERE position = 6",
       "UPDATE events SET stream_key = (SELECT min(stream_key) FROM streams), stream_version = 50 "
       "WHERE position = 6",
-      "UPDATE streams SET stream_id = 'forged-1' WHERE stream_key = "
+      "UPDATE streams SET stream_id = 's-99' WHERE stream_key = "
       "(SELECT stream_key FROM events WHERE position = 6)",
   };
   for (const std::string sql : edits) {
@@ -155,6 +155,12 @@ TEST_CASE("verify names a malformed row instead of throwing") {
     CHECK(r.problem == Problem::malformed_row);
     CHECK(r.position == 2);
   }
+  SUBCASE("a stream moved to another category") {
+    const auto r = t.after("UPDATE streams SET category = 'other' WHERE stream_id = 's-1'");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 3);
+    CHECK(r.message.find("other") != std::string::npos);
+  }
   SUBCASE("missing stream row") {
     const auto r = t.after(
         "DELETE FROM streams WHERE stream_key = (SELECT stream_key FROM events WHERE position = "
@@ -175,10 +181,21 @@ TEST_CASE("reading a malformed row throws CorruptEventError naming its position"
   }
 }
 
-TEST_CASE("the chain alone cannot see a cut-off tail; verify(expected_head) can") {
+TEST_CASE("verify names events removed from the end of the log") {
+  TamperedStore t;
+  const auto r = t.after("DELETE FROM events WHERE position >= 9");
+  CHECK(r.problem == Problem::truncated);
+  CHECK(r.position == 9);
+  CHECK(r.message.find("10") != std::string::npos);
+}
+
+TEST_CASE("the chain alone cannot see a carefully cut-off tail; verify(expected_head) can") {
   TamperedStore t;
   const Head kept = t.store.head();
-  raw_exec(t.path, "DELETE FROM events WHERE position >= 9");
+  // A forger who also rewinds the position counter leaves a chain that is intact in itself.
+  raw_exec(t.path,
+           "DELETE FROM events WHERE position >= 9;"
+           "UPDATE sqlite_sequence SET seq = 8 WHERE name = 'events'");
   CHECK(t.store.verify().ok());  // what the chain cannot see on its own
   const auto r = t.store.verify(kept.hash);
   CHECK(r.problem == Problem::head_mismatch);

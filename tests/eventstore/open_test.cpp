@@ -2,8 +2,10 @@
 // stores, a full disk and a locked file. Each leaves what is stored readable and unchanged.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
@@ -196,4 +198,32 @@ TEST_CASE("two stores on one file see each other's appends") {
   CHECK(second.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
   CHECK_THROWS_AS(t.store.append("s-1", ExpectedVersion::exact(1), make_event()), ConcurrencyError);
   CHECK(t.store.verify().ok());
+}
+
+TEST_CASE("many connections creating one new store at once all succeed") {
+  for (int round = 0; round < 5; ++round) {
+    TempDir dir;
+    const auto path = dir.file("race.db");
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    std::atomic<int> ready{0};
+    for (int i = 0; i < 8; ++i) {
+      threads.emplace_back([&, i] {
+        ++ready;
+        while (ready.load() < 8) std::this_thread::yield();
+        try {
+          auto store = EventStore::open(path, TempStore::fast_options());
+          store.append("s-" + std::to_string(i), ExpectedVersion::no_stream(), make_event());
+        } catch (const std::exception& e) {
+          MESSAGE(std::string(e.what()));
+          ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(failures.load() == 0);
+    auto store = EventStore::open(path);
+    CHECK(store.head_position() == 8);
+    CHECK(store.verify().ok());
+  }
 }

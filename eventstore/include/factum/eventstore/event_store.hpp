@@ -73,6 +73,7 @@ struct VerifyResult {
     hash_mismatch,  // an event's hash does not match its fields and the previous hash
     position_gap,   // positions skip: events were deleted
     malformed_row,  // a column holds the wrong kind or size of value
+    truncated,      // the position counter is past the last event: the end was cut off
     head_mismatch,  // the expected head hash is not in the chain: the log was cut off
   };
   Problem problem = Problem::none;

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Checks the hash chain of a factum store without factum: python3 verify_chain.py FILE [HEAD_HEX]
+
+Follows docs/storage-format.md and reports as EventStore::verify does: the first position where
+the chain breaks (malformed_row, position_gap, hash_mismatch) or, when HEAD_HEX (a head hash kept
+from earlier) is given and does not occur in the chain, head_mismatch. Exit status: 0 intact,
+1 broken, 2 not a factum store of format 1. Needs only the standard library.
+"""
+import hashlib
+import sqlite3
+import struct
+import sys
+
+APPLICATION_ID = 0x4643544D  # "FCTM"
+FORMAT_VERSION = 1
+COLUMNS = ["e.position", "s.stream_id", "e.stream_version", "e.event_id", "e.type",
+           "e.schema_version", "e.payload", "e.correlation_id", "e.causation_id",
+           "e.compensates", "e.actor", "e.extra", "e.recorded_at", "e.hash"]
+
+
+class Broken(Exception):
+    def __init__(self, problem, position, message):
+        super().__init__(message)
+        self.problem, self.position = problem, position
+
+
+def u32(n):
+    return struct.pack(">I", n)
+
+
+def string(b):
+    return u32(len(b)) + b
+
+
+def optional_id(value, typ):
+    if typ == "null":
+        return b"\x00"
+    if typ != "blob" or len(value) != 16:
+        raise ValueError("a metadata event id is not 16 bytes")
+    return b"\x01" + value
+
+
+def values_encoding(extra, typ):
+    """The hash's encoding of metadata key/values: the `extra` blob itself, checked canonical."""
+    if typ == "null":
+        return u32(0)
+    if typ != "blob":
+        raise ValueError("its metadata key/values are malformed")
+    if len(extra) < 4:
+        raise ValueError("its metadata key/values are malformed")
+    rest, last_key = extra[4:], None
+    for _ in range(struct.unpack(">I", extra[:4])[0]):
+        items = []
+        for _ in range(2):  # key, then value
+            if len(rest) < 4 or struct.unpack(">I", rest[:4])[0] > len(rest) - 4:
+                raise ValueError("its metadata key/values are malformed")
+            size = struct.unpack(">I", rest[:4])[0]
+            items.append(rest[4:4 + size])
+            rest = rest[4 + size:]
+        if last_key is not None and items[0] <= last_key:  # sorted bytewise, unique
+            raise ValueError("its metadata key/values are malformed")
+        last_key = items[0]
+    if rest:
+        raise ValueError("its metadata key/values are malformed")
+    return bytes(extra)
+
+
+def chain_input(previous, row, types):
+    """The bytes hashed for one event (docs/storage-format.md, "The hash chain")."""
+    pos, stream, ver, eid, etype, schema, payload, corr, caus, comp, actor, extra, at, _ = row
+    t = dict(zip(["pos", "stream", "ver", "id", "type", "schema", "payload", "corr", "caus",
+                  "comp", "actor", "extra", "at", "hash"], types))
+    if t["pos"] != "integer" or pos <= 0:
+        raise ValueError("its position is not a positive integer")
+    if t["stream"] != "text":
+        raise ValueError("its stream id is missing")
+    if t["ver"] != "integer" or ver <= 0:
+        raise ValueError("its stream version is not a positive integer")
+    if t["id"] != "blob" or len(eid) != 16:
+        raise ValueError("its event id is not 16 bytes")
+    if t["type"] != "text":
+        raise ValueError("its type is not text")
+    if t["schema"] != "integer" or not 0 <= schema <= 0xFFFFFFFF:
+        raise ValueError("its schema version is not a 32-bit unsigned integer")
+    if t["payload"] != "blob":
+        raise ValueError("its payload is not a blob")
+    ids = b"".join(optional_id(v, ty) for v, ty in ((corr, t["corr"]), (caus, t["caus"]),
+                                                    (comp, t["comp"])))
+    if t["actor"] not in ("null", "text"):
+        raise ValueError("its actor is not text")
+    values = values_encoding(extra, t["extra"])
+    if t["at"] != "integer":
+        raise ValueError("its recorded-at time is not an integer")
+    if t["hash"] != "blob" or len(row[13]) != 32:
+        raise ValueError("its hash is not 32 bytes")
+    return (previous + struct.pack(">Q", pos) + string(stream) + struct.pack(">Q", ver) + eid
+            + string(etype) + u32(schema) + string(payload) + ids + string(actor or b"")
+            + values + struct.pack(">q", at))
+
+
+def open_store(path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.text_factory = bytes  # hash the stored bytes of text columns, whatever they are
+    app_id = db.execute("PRAGMA application_id").fetchone()[0] & 0xFFFFFFFF
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if app_id != APPLICATION_ID:
+        raise SystemExit(f"{path}: not a factum store (application_id {app_id:#010x})")
+    if version != FORMAT_VERSION:
+        raise SystemExit(f"{path}: storage format {version}; this script reads format 1")
+    return db
+
+
+def verify(db, expected_head=None):
+    sql = ("SELECT " + ", ".join(COLUMNS) + ", " + ", ".join(f"typeof({c})" for c in COLUMNS)
+           + " FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key"
+           + " ORDER BY e.position")
+    previous, expected_pos = bytes(32), 1
+    seen_head = expected_head is None or expected_head == bytes(32)
+    for full in db.execute(sql):
+        row, types = full[:14], [t.decode() for t in full[14:]]
+        try:
+            data = chain_input(previous, row, types)
+        except ValueError as e:
+            raise Broken("malformed_row", row[0], f"the event at position {row[0]} is malformed: {e}")
+        if row[0] != expected_pos:
+            raise Broken("position_gap", expected_pos,
+                         f"events at positions {expected_pos} to {row[0] - 1} are missing (deleted)")
+        if hashlib.sha256(data).digest() != row[13]:
+            raise Broken("hash_mismatch", row[0], f"the hash of the event at position {row[0]} "
+                         "does not match its contents and the previous event's hash")
+        previous, expected_pos = row[13], expected_pos + 1
+        seen_head = seen_head or previous == expected_head
+    if not seen_head:
+        raise Broken("head_mismatch", expected_pos, f"the expected head hash is not in the chain "
+                     f"(it ends at position {expected_pos - 1}): the log was cut off or rewritten")
+    return expected_pos - 1, previous
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        raise SystemExit(__doc__.splitlines()[0])
+    db = open_store(argv[1])
+    try:
+        count, head = verify(db, bytes.fromhex(argv[2]) if len(argv) == 3 else None)
+    except Broken as b:
+        print(f"{b.problem} at position {b.position}: {b}")
+        return 1
+    print(f"ok: {count} events, head {head.hex()}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            sys.exit(2)
+        raise
