@@ -31,52 +31,58 @@ bool read_string(std::span<const std::byte>& in, std::string& s) {
 
 }  // namespace
 
-ChainHasher::ChainHasher() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr) throw std::bad_alloc();
+ChainHasher::ChainHasher()
+    : ctx_(EVP_MD_CTX_new()), sha256_(EVP_MD_fetch(nullptr, "SHA256", nullptr)) {
+  if (ctx_ == nullptr || sha256_ == nullptr) {
+    EVP_MD_CTX_free(ctx_);
+    EVP_MD_free(sha256_);
+    throw Error("factum: OpenSSL's SHA-256 is not available");
+  }
 }
 
-ChainHasher::~ChainHasher() { EVP_MD_CTX_free(ctx_); }
+ChainHasher::~ChainHasher() {
+  EVP_MD_CTX_free(ctx_);
+  EVP_MD_free(sha256_);
+}
 
-void ChainHasher::update(const void* data, std::size_t size) {
-  if (EVP_DigestUpdate(ctx_, data, size) != 1) throw Error("factum: SHA-256 update failed");
+void ChainHasher::put(const void* data, std::size_t size) {
+  buffer_.append(static_cast<const char*>(data), size);
 }
 
 void ChainHasher::put_u32(std::uint32_t v) {
-  std::uint8_t b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
-  update(b, sizeof b);
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (24 - 8 * i));
+  put(b, sizeof b);
 }
 
 void ChainHasher::put_u64(std::uint64_t v) {
-  std::uint8_t b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(v >> (56 - 8 * i));
-  update(b, sizeof b);
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (56 - 8 * i));
+  put(b, sizeof b);
 }
 
 void ChainHasher::put_string(std::string_view s) {
   put_u32(static_cast<std::uint32_t>(s.size()));
-  update(s.data(), s.size());
+  put(s.data(), s.size());
 }
 
 void ChainHasher::put_optional_id(const std::optional<EventId>& id) {
-  const std::uint8_t present = id ? 1 : 0;
-  update(&present, 1);
-  if (id) update(id->bytes().data(), id->bytes().size());
+  const char present = id ? 1 : 0;
+  put(&present, 1);
+  if (id) put(id->bytes().data(), id->bytes().size());
 }
 
 Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
-  if (EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
-    throw Error("factum: SHA-256 initialisation failed");
-  }
-  update(previous.data(), previous.size());
+  buffer_.clear();
+  put(previous.data(), previous.size());
   put_u64(f.position);
   put_string(f.stream_id);
   put_u64(f.stream_version);
-  update(f.id->bytes().data(), f.id->bytes().size());
+  put(f.id->bytes().data(), f.id->bytes().size());
   put_string(f.type);
   put_u32(f.schema_version);
   put_u32(static_cast<std::uint32_t>(f.payload.size()));
-  update(f.payload.data(), f.payload.size());
+  put(f.payload.data(), f.payload.size());
   const Metadata& m = *f.metadata;
   put_optional_id(m.correlation_id);
   put_optional_id(m.causation_id);
@@ -90,8 +96,10 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
   put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
   Hash out{};
   unsigned int size = 0;
-  if (EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
-    throw Error("factum: SHA-256 finalisation failed");
+  if (EVP_DigestInit_ex(ctx_, sha256_, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx_, buffer_.data(), buffer_.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
+    throw Error("factum: SHA-256 failed");
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include "factum/eventstore/event.hpp"
 
 struct evp_md_ctx_st;
+struct evp_md_st;
 
 namespace factum::detail {
 
@@ -39,12 +40,15 @@ class ChainHasher {
   Hash operator()(const Hash& previous, const EventFields& fields);
 
  private:
-  void update(const void* data, std::size_t size);
+  // The fields are laid out in buffer_ (the canonical encoding) and hashed in one update.
+  void put(const void* data, std::size_t size);
   void put_u32(std::uint32_t v);
   void put_u64(std::uint64_t v);
   void put_string(std::string_view s);
   void put_optional_id(const std::optional<EventId>& id);
   evp_md_ctx_st* ctx_;
+  evp_md_st* sha256_;  // fetched once: EVP_sha256() in every init costs a provider look-up
+  std::string buffer_;
 };
 
 // The encoding of Metadata::values kept in the `extra` column: u32 count, then per entry

@@ -63,20 +63,21 @@ void validate_batch(std::string_view stream, std::span<const EventData> events,
     throw InvalidArgument("factum: empty batch appended to stream '" + std::string(stream) + "'");
   }
   for (const EventData& e : events) {
-    const std::string where =
-        "event " + e.id.to_string() + " of stream '" + std::string(stream) + "'";
-    if (e.type.empty()) throw InvalidArgument("factum: " + where + " has an empty type");
+    auto where = [&] {
+      return "event " + e.id.to_string() + " of stream '" + std::string(stream) + "'";
+    };
+    if (e.type.empty()) throw InvalidArgument("factum: " + where() + " has an empty type");
     if (e.type.size() > kMaxTypeLength || has_control_character(e.type)) {
-      throw InvalidArgument("factum: " + where + " has an invalid type '" + printable(e.type) +
+      throw InvalidArgument("factum: " + where() + " has an invalid type '" + printable(e.type) +
                             "'");
     }
     if (e.payload.size() > options.max_payload_size) {
-      throw InvalidArgument("factum: " + where + " has a payload of " +
+      throw InvalidArgument("factum: " + where() + " has a payload of " +
                             std::to_string(e.payload.size()) + " bytes; the limit is " +
                             std::to_string(options.max_payload_size));
     }
     if (e.metadata.compensates && *e.metadata.compensates == e.id) {
-      throw InvalidArgument("factum: " + where + " compensates itself");
+      throw InvalidArgument("factum: " + where() + " compensates itself");
     }
   }
 }

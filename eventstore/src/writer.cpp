@@ -69,6 +69,11 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
                     "schema_version, payload, correlation_id, causation_id, compensates, actor, "
                     "extra, recorded_at, hash) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
+      begin_(db_, "BEGIN IMMEDIATE"),
+      commit_(db_, "COMMIT"),
+      savepoint_(db_, "SAVEPOINT factum_append"),
+      release_(db_, "RELEASE factum_append"),
+      rollback_to_(db_, "ROLLBACK TO factum_append"),
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
 std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
@@ -111,7 +116,7 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
   };
   // Phase 1: take the file's write lock (waits up to busy_timeout for other processes).
   try {
-    db_.exec("BEGIN IMMEDIATE", "taking the write lock");
+    run(begin_, "taking the write lock");
   } catch (...) {
     fail_rest(std::current_exception());
     return;
@@ -124,10 +129,10 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
     const std::int64_t now = now_us();
     for (Pending* p : group) {
       const Tail before = tail;
-      if (isolate) db_.exec("SAVEPOINT factum_append", "starting an append");
+      if (isolate) run(savepoint_, "starting an append");
       try {
         apply(*p, tail, now);
-        if (isolate) db_.exec("RELEASE factum_append", "finishing an append");
+        if (isolate) run(release_, "finishing an append");
       } catch (...) {
         p->error = std::current_exception();
         p->results.clear();
@@ -140,16 +145,21 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
           rollback();
           return;
         }
-        db_.exec("ROLLBACK TO factum_append", "undoing an append");
-        db_.exec("RELEASE factum_append", "undoing an append");
+        run(rollback_to_, "undoing an append");
+        run(release_, "undoing an append");
       }
     }
     // Phase 3: one commit (one fsync) for the whole group.
-    db_.exec("COMMIT", "committing appends");
+    run(commit_, "committing appends");
   } catch (...) {
     rollback();
     fail_rest(std::current_exception());
   }
+}
+
+void Writer::run(Statement& s, std::string_view doing) {
+  StatementScope scope(s);
+  s.step(doing);
 }
 
 void Writer::rollback() noexcept {

@@ -62,6 +62,7 @@ class Writer {
   bool is_stored(const EventId& id);
   [[noreturn]] void throw_duplicate(const EventId& id, std::string_view stream);
   void rollback() noexcept;
+  void run(Statement& s, std::string_view doing);
 
   Database db_;
   Statement find_stream_;
@@ -71,6 +72,12 @@ class Writer {
   Statement ids_from_;
   Statement tail_;
   Statement insert_event_;
+  // Transaction control, prepared once (sqlite3_exec would parse it on every commit).
+  Statement begin_;
+  Statement commit_;
+  Statement savepoint_;
+  Statement release_;
+  Statement rollback_to_;
   ChainHasher hasher_;
   std::size_t max_group_size_;
 

@@ -1,0 +1,848 @@
+// bench/eventstore_bench.cpp — factum's EventStore against the raw SQLite ceiling.
+//
+// Measures, in one run on one machine, the events per second of factum and of plain SQLite
+// doing the same work with the same rows (200-byte payloads) and the same durability (WAL,
+// synchronous FULL by default), and checks the ratios against the targets of
+// docs/performance.md. Every measurement uses a fresh file in a temporary directory that is
+// removed at exit. Raw and factum runs of a case are interleaved and repeated (--reps); the
+// best run of each side counts, since the machine may be shared and noisy.
+//
+//   factum_bench [--durability full|normal] [--quick] [--json] [--strict] [--verbose]
+//                [--seconds S] [--reps N] [--streams N] [--dir DIR] [--case NAME]
+//                [--side raw|factum]
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "factum/factum.hpp"
+#include "raw_sqlite.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using bench::RawDb;
+using bench::RawStmt;
+
+constexpr std::size_t kPayloadSize = 200;
+constexpr std::size_t kWriteStreams = 100;  // streams the single-thread write cases rotate over
+constexpr std::size_t kStreamLength = 100;  // events per stream in the read cases
+constexpr std::size_t kFillChunk = 10;      // the read data is written 10 events per stream at once
+constexpr std::size_t kFillStreams = 100;   // ... to 100 streams per transaction
+constexpr int kThreads = 16;
+constexpr const char* kType = "bench.MoneyDeposited";
+
+// ---------------------------------------------------------------------------------------------
+// Options, interruption, temporary files
+
+struct Config {
+  factum::Durability durability = factum::Durability::full;
+  double seconds = 1.0;        // length of one timed run
+  int reps = 3;                // timed runs per side and case
+  std::size_t streams = 2000;  // 100-event streams in the read cases
+  bool quick = false;
+  bool json = false;
+  bool strict = false;
+  bool verbose = false;
+  fs::path dir;      // parent of the temporary directory
+  std::string only;  // run only this case (for profiling); empty: all
+  std::string side;  // time only this side, "raw" or "factum" (for profiling); empty: both
+};
+
+[[noreturn]] void usage(const std::string& problem, int status = 2) {
+  std::cerr << "factum_bench: " << problem << "\n"
+            << "usage: factum_bench [--durability full|normal] [--quick] [--json] [--strict]\n"
+               "                    [--verbose] [--seconds S] [--reps N] [--streams N]\n"
+               "                    [--dir DIR] [--case NAME] [--side raw|factum]\n"
+               "  --durability  synchronous FULL (default) or NORMAL, for factum and raw alike\n"
+               "  --quick       short run: 0.3 s x 1 rep per side, 500 streams to read\n"
+               "  --json        print the results as JSON instead of a table\n"
+               "  --strict      exit with status 1 when a target is missed\n"
+               "  --verbose     print every timed run on stderr\n"
+               "  --seconds S   length of one timed run (default 1.0)\n"
+               "  --reps N      timed runs per side and case, best counts (default 3)\n"
+               "  --streams N   100-event streams written for the read cases (default 2000)\n"
+               "  --dir DIR     where the temporary directory goes (default $TMPDIR or /tmp)\n"
+               "  --case NAME   run one case only (to profile it): append1, append100, threads,\n"
+               "                read_stream or read_all\n"
+               "  --side SIDE   time only raw SQLite or only factum (to profile it)\n";
+  std::exit(status);
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  std::optional<double> seconds;
+  std::optional<int> reps;
+  std::optional<std::size_t> streams;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (arg == "--durability") {
+        const std::string v = value();
+        if (v == "full") {
+          c.durability = factum::Durability::full;
+        } else if (v == "normal") {
+          c.durability = factum::Durability::normal;
+        } else {
+          usage("--durability is full or normal");
+        }
+      } else if (arg == "--quick") {
+        c.quick = true;
+      } else if (arg == "--json") {
+        c.json = true;
+      } else if (arg == "--strict") {
+        c.strict = true;
+      } else if (arg == "--verbose") {
+        c.verbose = true;
+      } else if (arg == "--seconds") {
+        seconds = std::stod(value());
+      } else if (arg == "--reps") {
+        reps = std::stoi(value());
+      } else if (arg == "--streams") {
+        streams = std::stoul(value());
+      } else if (arg == "--dir") {
+        c.dir = value();
+      } else if (arg == "--side") {
+        c.side = value();
+        if (c.side != "raw" && c.side != "factum") usage("--side is raw or factum");
+      } else if (arg == "--case") {
+        c.only = value();
+        static constexpr std::string_view kCases[] = {"append1", "append100", "threads",
+                                                      "read_stream", "read_all"};
+        if (std::find(std::begin(kCases), std::end(kCases), c.only) == std::end(kCases)) {
+          usage("unknown case " + c.only);
+        }
+      } else if (arg == "--help" || arg == "-h") {
+        usage("measures factum's EventStore against raw SQLite", 0);
+      } else {
+        usage("unknown option " + std::string(arg));
+      }
+    } catch (const std::logic_error&) {
+      usage("bad value for " + std::string(arg));
+    }
+  }
+  if (c.quick) {
+    c.seconds = 0.3;
+    c.reps = 1;
+    c.streams = 500;
+  }
+  if (seconds) c.seconds = *seconds;
+  if (reps) c.reps = *reps;
+  if (streams) c.streams = *streams;
+  if (!(c.seconds > 0) || c.reps < 1 || c.streams < 1) usage("values must be positive");
+  if (c.dir.empty()) c.dir = fs::temp_directory_path();
+  return c;
+}
+
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+struct Interrupted {};
+
+void on_signal(int) { g_interrupted.store(true); }
+
+void check_interrupt() {
+  if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
+}
+
+// A fresh temporary directory, removed with everything in it when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const fs::path& parent) {
+    std::string name = (parent / "factum-bench-XXXXXX").string();
+    if (mkdtemp(name.data()) == nullptr) {
+      throw std::runtime_error("cannot create a temporary directory in " + parent.string() + ": " +
+                               std::strerror(errno));
+    }
+    path_ = name;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // A new file name, never used before in this run.
+  fs::path fresh(std::string_view what) {
+    return path_ / (std::string(what) + "-" + std::to_string(++count_) + ".db");
+  }
+  // Removes a database file and its WAL and shared-memory files.
+  static void remove_db(const fs::path& file) {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(file.string() + suffix, ec);
+  }
+
+ private:
+  fs::path path_;
+  int count_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The rows
+
+std::int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+struct Corpus {
+  factum::Bytes payload;                   // 200 pseudo-random bytes, in every event
+  factum::Hash hash{};                     // stands for the chain hash in raw rows
+  std::vector<std::string> write_streams;  // account-0 .. account-99
+  std::vector<std::string> read_streams;   // account-0 .. account-(streams-1)
+
+  explicit Corpus(const Config& c) {
+    std::mt19937_64 rng(42);
+    payload.resize(kPayloadSize);
+    for (std::byte& b : payload) b = static_cast<std::byte>(rng());
+    for (std::uint8_t& b : hash) b = static_cast<std::uint8_t>(rng());
+    for (std::size_t i = 0; i < kWriteStreams; ++i) {
+      write_streams.push_back("account-" + std::to_string(i));
+    }
+    for (std::size_t i = 0; i < c.streams; ++i)
+      read_streams.push_back("account-" + std::to_string(i));
+  }
+
+  factum::EventData event() const {
+    factum::EventData e;
+    e.type = kType;
+    e.payload = payload;
+    return e;
+  }
+};
+
+factum::StoreOptions store_options(const Config& c) {
+  factum::StoreOptions o;
+  o.durability = c.durability;
+  return o;
+}
+
+// The events table of factum's schema, without a secondary index and with the stream id
+// inline (no streams table): the same row, stored as cheaply as SQLite can.
+constexpr const char* kRawSchema =
+    "CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, "
+    "stream_version INTEGER NOT NULL, event_id BLOB NOT NULL, type TEXT NOT NULL, "
+    "schema_version INTEGER NOT NULL, payload BLOB NOT NULL, correlation_id BLOB, "
+    "causation_id BLOB, compensates BLOB, actor TEXT, extra BLOB, recorded_at INTEGER NOT NULL, "
+    "hash BLOB NOT NULL)";
+constexpr const char* kRawInsert =
+    "INSERT INTO events (position, stream_id, stream_version, event_id, type, schema_version, "
+    "payload, recorded_at, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+#define FACTUM_BENCH_RAW_COLUMNS                                                          \
+  "SELECT position, stream_id, stream_version, event_id, type, schema_version, payload, " \
+  "correlation_id, causation_id, compensates, actor, extra, recorded_at, hash FROM events "
+constexpr const char* kRawScan = FACTUM_BENCH_RAW_COLUMNS "ORDER BY position";
+constexpr const char* kRawByStream = FACTUM_BENCH_RAW_COLUMNS
+    "WHERE stream_id = ?1 AND stream_version >= ?2 ORDER BY stream_version";
+#undef FACTUM_BENCH_RAW_COLUMNS
+
+RawDb& with_schema(RawDb& db) {
+  db.exec(kRawSchema);
+  return db;
+}
+
+// The raw writer: prepared BEGIN IMMEDIATE / INSERT / COMMIT, the same rows factum writes
+// (a fresh UUIDv7 per event, the type, the payload, a 32-byte hash, the time).
+class RawLog {
+ public:
+  RawLog(const fs::path& file, const Config& c, const Corpus& corpus)
+      : db_(file, c.durability),
+        corpus_(corpus),
+        begin_(with_schema(db_), "BEGIN IMMEDIATE"),
+        commit_(db_, "COMMIT"),
+        insert_(db_, kRawInsert) {}
+
+  // One transaction of `count` rows appended to `stream`, whose last version is `version`.
+  void append(const std::string& stream, std::uint64_t& version, std::size_t count) {
+    begin();
+    const std::int64_t now = now_us();
+    for (std::size_t i = 0; i < count; ++i) insert(stream, ++version, now);
+    commit();
+  }
+
+  void begin() { begin_.run(); }
+  void commit() { commit_.run(); }
+  void insert(const std::string& stream, std::uint64_t version, std::int64_t now) {
+    sqlite3_stmt* s = insert_.get();
+    const factum::EventId id = factum::EventId::generate();
+    sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(++position_));
+    sqlite3_bind_text(s, 2, stream.data(), static_cast<int>(stream.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, static_cast<sqlite3_int64>(version));
+    sqlite3_bind_blob(s, 4, id.bytes().data(), static_cast<int>(id.bytes().size()), SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, kType, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 6, 1);
+    sqlite3_bind_blob(s, 7, corpus_.payload.data(), static_cast<int>(corpus_.payload.size()),
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(s, 8, now);
+    sqlite3_bind_blob(s, 9, corpus_.hash.data(), static_cast<int>(corpus_.hash.size()),
+                      SQLITE_STATIC);
+    insert_.run();
+  }
+  RawDb& db() { return db_; }
+
+ private:
+  RawDb db_;
+  const Corpus& corpus_;
+  RawStmt begin_;
+  RawStmt commit_;
+  RawStmt insert_;
+  std::uint64_t position_ = 0;
+};
+
+// factum's writer for the single-thread cases: one reused batch whose ids are renewed per call.
+class FactumLog {
+ public:
+  FactumLog(const fs::path& file, const Config& c, const Corpus& corpus, std::size_t per_call)
+      : store_(factum::EventStore::open(file, store_options(c))),
+        batch_(per_call, corpus.event()) {}
+
+  void append(const std::string& stream) {
+    for (factum::EventData& e : batch_) e.id = factum::EventId::generate();
+    store_.append(stream, factum::ExpectedVersion::any(), batch_);
+  }
+
+ private:
+  factum::EventStore store_;
+  std::vector<factum::EventData> batch_;
+};
+
+// Copies a selected raw row out into owned values, as factum must hand them to its caller.
+void copy_row(sqlite3_stmt* s, factum::RecordedEvent& out) {
+  auto text = [&](int col) {
+    return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(s, col)),
+                            static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
+  };
+  auto blob = [&](int col) {
+    const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(s, col));
+    return std::span<const std::byte>(data, static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
+  };
+  auto optional_id = [&](int col, std::optional<factum::EventId>& id) {
+    if (sqlite3_column_type(s, col) != SQLITE_BLOB) return;
+    factum::EventId::Bytes b{};
+    const auto bytes = blob(col);
+    if (bytes.size() == b.size()) std::memcpy(b.data(), bytes.data(), b.size());
+    id = factum::EventId(b);
+  };
+  out.position = static_cast<factum::Position>(sqlite3_column_int64(s, 0));
+  out.stream_id.assign(text(1));
+  out.stream_version = static_cast<factum::StreamVersion>(sqlite3_column_int64(s, 2));
+  factum::EventId::Bytes id{};
+  const auto id_bytes = blob(3);
+  if (id_bytes.size() == id.size()) std::memcpy(id.data(), id_bytes.data(), id.size());
+  out.id = factum::EventId(id);
+  out.type.assign(text(4));
+  out.schema_version = static_cast<std::uint32_t>(sqlite3_column_int64(s, 5));
+  const auto payload = blob(6);
+  out.payload.assign(payload.begin(), payload.end());
+  optional_id(7, out.metadata.correlation_id);
+  optional_id(8, out.metadata.causation_id);
+  optional_id(9, out.metadata.compensates);
+  if (sqlite3_column_type(s, 10) == SQLITE_TEXT) out.metadata.actor.assign(text(10));
+  out.recorded_at = factum::Timestamp(std::chrono::microseconds(sqlite3_column_int64(s, 12)));
+  const auto hash = blob(13);
+  if (hash.size() == out.hash.size()) std::memcpy(out.hash.data(), hash.data(), out.hash.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+// Runs `unit` (which returns the events it handled) until `seconds` have passed; events/s.
+template <class Unit>
+double timed(double seconds, Unit&& unit) {
+  const auto start = Clock::now();
+  const auto limit = std::chrono::duration<double>(seconds);
+  std::uint64_t events = 0;
+  Clock::time_point now;
+  do {
+    check_interrupt();
+    events += unit();
+    now = Clock::now();
+  } while (now - start < limit);
+  return static_cast<double>(events) / std::chrono::duration<double>(now - start).count();
+}
+
+// The timed runs of one case: every run of each side.
+struct Samples {
+  std::vector<double> factum;
+  std::vector<double> ceiling;
+  double best_factum() const { return best(factum); }
+  double best_ceiling() const { return best(ceiling); }
+  static double best(const std::vector<double>& runs) {
+    return runs.empty() ? 0 : *std::max_element(runs.begin(), runs.end());
+  }
+};
+
+void progress(const Config& c, const std::string& what) {
+  if (c.verbose) std::cerr << "  " << what << "\n";
+}
+
+std::string rate_text(double rate) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f ev/s", rate);
+  return buf;
+}
+
+// Runs `raw()` and `factum()` (each returns events/s) reps times each, alternating which goes
+// first.
+template <class Raw, class Factum>
+Samples interleave(const Config& c, const std::string& name, Raw&& raw, Factum&& factum) {
+  Samples s;
+  for (int rep = 0; rep < c.reps; ++rep) {
+    const bool raw_first = rep % 2 == 0;
+    for (int side = 0; side < 2; ++side) {
+      const bool is_raw = (side == 0) == raw_first;
+      if (!c.side.empty() && c.side != (is_raw ? "raw" : "factum")) continue;
+      const double rate = is_raw ? raw() : factum();
+      (is_raw ? s.ceiling : s.factum).push_back(rate);
+      progress(c, name + (is_raw ? " raw    " : " factum ") + rate_text(rate));
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+
+// `per_call` events per append, round-robin over 100 streams, vs raw transactions of as many
+// rows.
+Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::size_t per_call) {
+  const std::string name = "append " + std::to_string(per_call) + "/call";
+  auto raw = [&] {
+    const fs::path file = dir.fresh("raw");
+    double rate = 0;
+    {
+      RawLog log(file, c, corpus);
+      std::vector<std::uint64_t> versions(kWriteStreams);
+      std::size_t i = 0;
+      rate = timed(c.seconds, [&] {
+        const std::size_t s = i++ % kWriteStreams;
+        log.append(corpus.write_streams[s], versions[s], per_call);
+        return per_call;
+      });
+    }
+    TempDir::remove_db(file);
+    return rate;
+  };
+  auto factum = [&] {
+    const fs::path file = dir.fresh("factum");
+    double rate = 0;
+    {
+      FactumLog log(file, c, corpus, per_call);
+      std::size_t i = 0;
+      rate = timed(c.seconds, [&] {
+        log.append(corpus.write_streams[i++ % kWriteStreams]);
+        return per_call;
+      });
+    }
+    TempDir::remove_db(file);
+    return rate;
+  };
+  return interleave(c, name, raw, factum);
+}
+
+// 16 threads, each appending 1 event per call to its own stream, on one store.
+std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& corpus) {
+  std::vector<double> rates;
+  for (int rep = 0; rep < c.reps && c.side != "raw"; ++rep) {
+    const fs::path file = dir.fresh("threads");
+    {
+      factum::EventStore store = factum::EventStore::open(file, store_options(c));
+      std::atomic<int> ready{0};
+      std::atomic<bool> go{false};
+      std::atomic<bool> stop{false};
+      std::atomic<std::uint64_t> total{0};
+      std::vector<std::exception_ptr> errors(kThreads);
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          try {
+            const std::string stream = "thread-" + std::to_string(t);
+            factum::EventData e = corpus.event();
+            std::uint64_t n = 0;
+            ready.fetch_add(1);
+            while (!go.load()) std::this_thread::yield();
+            while (!stop.load(std::memory_order_relaxed)) {
+              e.id = factum::EventId::generate();
+              store.append(stream, factum::ExpectedVersion::any(), e);
+              ++n;
+            }
+            total.fetch_add(n);
+          } catch (...) {
+            errors[static_cast<std::size_t>(t)] = std::current_exception();
+            stop.store(true);
+          }
+        });
+      }
+      while (ready.load() < kThreads) std::this_thread::yield();
+      const auto start = Clock::now();
+      go.store(true);
+      const auto limit = start + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(c.seconds));
+      while (Clock::now() < limit && !stop.load() && !g_interrupted.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      stop.store(true);
+      for (std::thread& t : threads) t.join();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      for (const auto& e : errors) {
+        if (e) std::rethrow_exception(e);
+      }
+      check_interrupt();
+      rates.push_back(static_cast<double>(total.load()) / elapsed);
+      progress(c, "16 threads factum " + rate_text(rates.back()));
+    }
+    TempDir::remove_db(file);
+  }
+  return rates;
+}
+
+// The read data: `streams` streams of 100 events, written 10 events per stream at a time to
+// 100 streams per transaction, so a stream's events lie in 10 runs across the log. The same
+// rows in the same order go to a factum store and to a raw file (whose ceiling for reading by
+// stream gets an index on (stream_id, stream_version)).
+struct ReadData {
+  fs::path factum_file;
+  fs::path raw_file;
+  std::uint64_t events = 0;
+  std::vector<std::size_t> order;  // the streams in a shuffled order, read in that order
+};
+
+ReadData fill(const Config& c, TempDir& dir, const Corpus& corpus) {
+  ReadData d;
+  d.factum_file = dir.fresh("factum-read");
+  d.raw_file = dir.fresh("raw-read");
+  const std::size_t n = corpus.read_streams.size();
+  d.events = n * kStreamLength;
+  {
+    factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+    RawLog raw(d.raw_file, c, corpus);
+    std::vector<std::uint64_t> versions(n);
+    for (std::size_t round = 0; round < kStreamLength / kFillChunk; ++round) {
+      for (std::size_t first = 0; first < n; first += kFillStreams) {
+        check_interrupt();
+        const std::size_t last = std::min(n, first + kFillStreams);
+        std::vector<factum::StreamAppend> appends;
+        raw.begin();
+        const std::int64_t now = now_us();
+        for (std::size_t s = first; s < last; ++s) {
+          factum::StreamAppend& a = appends.emplace_back();
+          a.stream = corpus.read_streams[s];
+          a.events.assign(kFillChunk, corpus.event());
+          for (factum::EventData& e : a.events) e.id = factum::EventId::generate();
+          for (std::size_t k = 0; k < kFillChunk; ++k) {
+            raw.insert(corpus.read_streams[s], ++versions[s], now);
+          }
+        }
+        raw.commit();
+        store.append_multi(appends);
+      }
+    }
+    raw.db().exec("CREATE INDEX events_by_stream ON events (stream_id, stream_version)");
+  }
+  d.order.resize(n);
+  std::iota(d.order.begin(), d.order.end(), std::size_t{0});
+  std::shuffle(d.order.begin(), d.order.end(), std::mt19937_64(7));
+  return d;
+}
+
+std::uint64_t g_sink = 0;  // keeps the reads from being optimised away
+
+// Reads whole 100-event streams, in a shuffled order: store.read_stream vs a prepared SELECT
+// by stream through an index.
+Samples read_stream_case(const Config& c, const ReadData& d, const Corpus& corpus) {
+  auto raw = [&] {
+    RawDb db(d.raw_file, c.durability);
+    RawStmt select(db, kRawByStream);
+    std::vector<factum::RecordedEvent> rows;
+    rows.reserve(kStreamLength);
+    std::size_t i = 0;
+    return timed(c.seconds, [&] {
+      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+      sqlite3_bind_text(select.get(), 1, stream.data(), static_cast<int>(stream.size()),
+                        SQLITE_STATIC);
+      sqlite3_bind_int64(select.get(), 2, 1);
+      rows.clear();
+      while (select.step()) copy_row(select.get(), rows.emplace_back());
+      select.reset();
+      for (const factum::RecordedEvent& e : rows) g_sink += e.stream_version + e.payload.size();
+      if (rows.size() != kStreamLength) throw std::runtime_error("raw: short stream " + stream);
+      return rows.size();
+    });
+  };
+  auto factum = [&] {
+    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+    std::size_t i = 0;
+    return timed(c.seconds, [&] {
+      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+      std::size_t n = 0;
+      for (const factum::RecordedEvent& e : store.read_stream(stream)) {
+        g_sink += e.stream_version + e.payload.size();
+        ++n;
+      }
+      if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
+      return n;
+    });
+  };
+  return interleave(c, "read_stream", raw, factum);
+}
+
+// Reads the whole log in position order: store.read_all vs a full scan copying every column
+// out, in batches of factum's read page size.
+Samples read_all_case(const Config& c, const ReadData& d) {
+  const std::uint64_t want = d.events * (d.events + 1) / 2;  // sum of the positions
+  auto raw = [&] {
+    RawDb db(d.raw_file, c.durability);
+    RawStmt scan(db, kRawScan);
+    const std::size_t page = factum::StoreOptions{}.read_page_size;
+    std::vector<factum::RecordedEvent> rows;
+    rows.reserve(page);
+    return timed(c.seconds, [&] {
+      std::uint64_t sum = 0;
+      std::uint64_t n = 0;
+      while (scan.step()) {
+        if (rows.size() == page) rows.clear();
+        factum::RecordedEvent& e = rows.emplace_back();
+        copy_row(scan.get(), e);
+        sum += e.position;
+        g_sink += e.payload.size();
+        ++n;
+      }
+      scan.reset();
+      if (sum != want) throw std::runtime_error("raw: the scan missed events");
+      return n;
+    });
+  };
+  auto factum = [&] {
+    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+    return timed(c.seconds, [&] {
+      std::uint64_t sum = 0;
+      std::uint64_t n = 0;
+      for (const factum::RecordedEvent& e : store.read_all()) {
+        sum += e.position;
+        g_sink += e.payload.size();
+        ++n;
+      }
+      if (sum != want) throw std::runtime_error("factum: read_all missed events");
+      return n;
+    });
+  };
+  return interleave(c, "read_all", raw, factum);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+struct Result {
+  std::string key;               // stable name (JSON)
+  std::string name;              // table name
+  double events = 0;             // factum, events/s (best run)
+  double ceiling = 0;            // what it is compared with, events/s (best run)
+  std::string against;           // what the ceiling is
+  std::optional<double> target;  // minimum ratio; none: for information
+  std::vector<double> factum_runs;
+  std::vector<double> ceiling_runs;
+
+  double ratio() const { return ceiling > 0 ? events / ceiling : 0; }
+  std::string status() const {
+    if (events <= 0 || ceiling <= 0) return "-";  // a side was not measured (--side, --case)
+    if (!target) return "info";
+    return ratio() >= *target ? "PASS" : "MISS";
+  }
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string durability_name(factum::Durability d) {
+  return d == factum::Durability::full ? "full" : "normal";
+}
+
+void print_table(const Config& c, const std::vector<Result>& results) {
+  std::printf(
+      "factum_bench: durability %s (WAL, synchronous=%s), %u cores, SQLite %s, payload %zu B,\n"
+      "best of %d x %.1f s per side; ratio = events/s / ceiling events/s\n\n",
+      durability_name(c.durability).c_str(),
+      c.durability == factum::Durability::full ? "FULL" : "NORMAL",
+      std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize, c.reps, c.seconds);
+  std::printf("%-28s %12s %14s %7s %8s %6s  %s\n", "case", "events/s", "ceiling ev/s", "ratio",
+              "target", "result", "ceiling");
+  for (const Result& r : results) {
+    const std::string target = r.target ? ">= " + fixed(*r.target, 2) : "-";
+    const std::string ratio = r.ceiling > 0 ? fixed(r.ratio(), 2) : "-";
+    const std::string ceiling = r.ceiling > 0 ? fixed(r.ceiling, 0) : "-";
+    std::printf("%-28s %12.0f %14s %7s %8s %6s  %s\n", r.name.c_str(), r.events, ceiling.c_str(),
+                ratio.c_str(), target.c_str(), r.status().c_str(), r.against.c_str());
+  }
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
+std::string json_list(const std::vector<double>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out += (i > 0 ? ", " : "") + json_number(values[i]);
+  }
+  return out + "]";
+}
+
+void print_json(const Config& c, const std::vector<Result>& results) {
+  std::string out = "{\n";
+  out += "  \"durability\": " + json_string(durability_name(c.durability)) + ",\n";
+  out += "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n";
+  out += "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+  out += "  \"payload_bytes\": " + std::to_string(kPayloadSize) + ",\n";
+  out += "  \"seconds_per_run\": " + json_number(c.seconds) + ",\n";
+  out += "  \"reps\": " + std::to_string(c.reps) + ",\n";
+  out += "  \"read_streams\": " + std::to_string(c.streams) + ",\n";
+  out += "  \"cases\": [\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    out += "    {\"case\": " + json_string(r.key) + ", \"events_per_s\": " + json_number(r.events) +
+           ", \"ceiling\": " + json_string(r.against) +
+           ", \"ceiling_events_per_s\": " + json_number(r.ceiling) +
+           ", \"ratio\": " + (r.ceiling > 0 ? json_number(r.ratio()) : "null") +
+           ", \"target\": " + (r.target ? json_number(*r.target) : "null") +
+           ", \"result\": " + json_string(r.status()) + ", \"runs\": " + json_list(r.factum_runs) +
+           ", \"ceiling_runs\": " + json_list(r.ceiling_runs) + "}" +
+           (i + 1 < results.size() ? ",\n" : "\n");
+  }
+  out += "  ]\n}\n";
+  std::fputs(out.c_str(), stdout);
+}
+
+int run(const Config& c) {
+  TempDir dir(c.dir);
+  const Corpus corpus(c);
+  std::vector<Result> results;
+  auto want = [&](std::string_view name) { return c.only.empty() || c.only == name; };
+  auto stage = [&](const std::string& what) { std::cerr << "factum_bench: " << what << "\n"; };
+
+  std::optional<Samples> one;
+  if (want("append1")) {
+    stage("append, 1 event per call");
+    one = append_case(c, dir, corpus, 1);
+    results.push_back({"append_1_per_call", "append 1 event/call", one->best_factum(),
+                       one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", 0.80, one->factum,
+                       one->ceiling});
+  }
+
+  if (want("append100")) {
+    stage("append, 100 events per call");
+    const Samples hundred = append_case(c, dir, corpus, 100);
+    results.push_back({"append_100_per_call", "append 100 events/call", hundred.best_factum(),
+                       hundred.best_ceiling(), "raw 100 rows per transaction", 0.35, hundred.factum,
+                       hundred.ceiling});
+  }
+
+  if (want("threads")) {
+    stage("16 threads, 1 event per call");
+    const std::vector<double> threads = threads_case(c, dir, corpus);
+    const double best = Samples::best(threads);
+    if (one) {
+      results.push_back({"threads_16_vs_1_per_call", "16 threads x 1 event/call", best,
+                         one->best_factum(), "factum 1 event/call (1 thread)", 8.0, threads,
+                         one->factum});
+      results.push_back({"threads_16_vs_raw_single_row", "16 threads vs raw commits", best,
+                         one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", std::nullopt,
+                         threads, one->ceiling});
+    } else {
+      results.push_back({"threads_16",
+                         "16 threads x 1 event/call",
+                         best,
+                         0,
+                         "(not measured: run all cases)",
+                         std::nullopt,
+                         threads,
+                         {}});
+    }
+  }
+
+  if (want("read_stream") || want("read_all")) {
+    stage("writing " + std::to_string(c.streams) + " streams of 100 events to read");
+    const ReadData data = fill(c, dir, corpus);
+    if (want("read_stream")) {
+      stage("read_stream");
+      const Samples streams = read_stream_case(c, data, corpus);
+      results.push_back({"read_stream_100", "read_stream (100 events)", streams.best_factum(),
+                         streams.best_ceiling(), "raw SELECT by stream (indexed)", std::nullopt,
+                         streams.factum, streams.ceiling});
+    }
+    if (want("read_all")) {
+      stage("read_all");
+      const Samples all = read_all_case(c, data);
+      results.push_back({"read_all", "read_all", all.best_factum(), all.best_ceiling(),
+                         "raw full scan in rowid order", 0.50, all.factum, all.ceiling});
+    }
+  }
+
+  if (c.json) {
+    print_json(c, results);
+  } else {
+    print_table(c, results);
+  }
+  const bool missed = std::any_of(results.begin(), results.end(),
+                                  [](const Result& r) { return r.status() == "MISS"; });
+  return c.strict && missed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config config = parse(argc, argv);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  try {
+    return run(config);
+  } catch (const Interrupted&) {
+    std::cerr << "factum_bench: interrupted\n";
+    return 130;
+  } catch (const std::exception& e) {
+    std::cerr << "factum_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
