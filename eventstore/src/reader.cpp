@@ -35,7 +35,7 @@ Statement& statement_for(ReadConnection& c, PageQuery::Kind kind) {
 }  // namespace
 
 ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
-    : db(path, reader_flags(options)),
+    : db(path, reader_flags(options), static_cast<int>(options.busy_timeout.count())),
       // LEFT JOIN: an event whose stream row is missing is reported as damaged, not skipped.
       all_page(db, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
                                  "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2")

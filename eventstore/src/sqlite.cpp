@@ -58,7 +58,8 @@ void throw_sqlite(sqlite3* db, int rc, std::string_view doing, const std::string
   throw StorageError(kind, message);
 }
 
-Database::Database(const std::filesystem::path& path, int flags) : file_(path.string()) {
+Database::Database(const std::filesystem::path& path, int flags, int busy_timeout_ms)
+    : file_(path.string()) {
   const int rc = sqlite3_open_v2(file_.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -67,6 +68,7 @@ Database::Database(const std::filesystem::path& path, int flags) : file_(path.st
     throw StorageError(kind_of(rc), "factum: cannot open '" + file_ + "': " + detail);
   }
   sqlite3_extended_result_codes(db_, 1);
+  if (busy_timeout_ms > 0) sqlite3_busy_timeout(db_, busy_timeout_ms);
 }
 
 Database::~Database() { sqlite3_close_v2(db_); }

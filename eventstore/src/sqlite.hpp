@@ -25,7 +25,8 @@ namespace factum::detail {
 
 class Database {
  public:
-  Database(const std::filesystem::path& path, int flags);
+  // Opens the file; `busy_timeout_ms` (when > 0) is set before anything reads the file.
+  Database(const std::filesystem::path& path, int flags, int busy_timeout_ms = 0);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

@@ -51,7 +51,7 @@ RecordedEvent make_recorded(const EventFields& f, const Hash& hash) {
 }  // namespace
 
 Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
-    : db_(path, writer_flags(options)),
+    : db_(path, writer_flags(options), static_cast<int>(options.busy_timeout.count())),
       find_stream_(prepared(db_, options), "SELECT stream_key FROM streams WHERE stream_id = ?1"),
       insert_stream_(db_, "INSERT INTO streams (stream_id, category) VALUES (?1, ?2)"),
       last_version_(db_,

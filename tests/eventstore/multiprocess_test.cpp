@@ -1,0 +1,214 @@
+// Several processes appending to one store file: the file's write lock and the version check
+// inside the transaction keep versions and positions exact. The writers are separate programs
+// (support/writer_child.cpp), started with posix_spawn.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+
+extern char** environ;
+
+using namespace factum;
+using factum::test::TempDir;
+using factum::test::TempStore;
+
+namespace {
+
+// A child process running writer_child with stdin from `stdin_fd`, stdout and stderr in files.
+struct Child {
+  pid_t pid = -1;
+  std::filesystem::path out;
+  std::filesystem::path err;
+};
+
+Child spawn_writer(const std::vector<std::string>& args, int stdin_fd,
+                   const std::filesystem::path& out, const std::filesystem::path& err) {
+  std::vector<std::string> all{FACTUM_WRITER_CHILD};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  Child child{-1, out, err};
+  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: ", rc);
+  return child;
+}
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Waits for the child to exit; kills it (the test then fails) when it takes over a minute.
+int wait_exit(const Child& child) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  int status = 0;
+  while (::waitpid(child.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(child.pid, SIGKILL);
+      ::waitpid(child.pid, &status, 0);
+      FAIL("writer_child did not finish within a minute");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return status;
+}
+
+// A pipe whose write end the children do not inherit: closing it starts them all at once.
+struct StartSignal {
+  StartSignal() { REQUIRE(::pipe2(fds, O_CLOEXEC) == 0); }
+  ~StartSignal() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  int read_end() const { return fds[0]; }
+  void fire() {
+    ::close(fds[1]);
+    fds[1] = -1;
+  }
+  int fds[2] = {-1, -1};
+};
+
+struct Ack {
+  std::string stream;
+  StreamVersion version = 0;
+  Position position = 0;
+  std::string id;
+};
+
+struct RaceReport {
+  std::vector<Ack> acks;
+  std::uint64_t conflicts = 0;
+};
+
+RaceReport parse_race_output(const std::string& text) {
+  RaceReport report;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    if (word == "ACK") {
+      Ack a;
+      in >> a.stream >> a.version >> a.position >> a.id;
+      report.acks.push_back(a);
+    } else if (word == "CONFLICTS") {
+      in >> report.conflicts;
+    }
+  }
+  return report;
+}
+
+// Starts `writers` race children on `path` at once and returns what each acknowledged.
+std::vector<RaceReport> run_race(const TempDir& dir, const std::filesystem::path& path, int writers,
+                                 int count, int streams) {
+  StartSignal start;
+  std::vector<Child> children;
+  for (int w = 0; w < writers; ++w) {
+    const std::string tag = std::to_string(w);
+    children.push_back(
+        spawn_writer({"race", path.string(), tag, std::to_string(count), std::to_string(streams)},
+                     start.read_end(), dir.file("out-" + tag), dir.file("err-" + tag)));
+  }
+  start.fire();
+  std::vector<int> statuses;
+  for (const Child& c : children) statuses.push_back(wait_exit(c));
+  std::vector<RaceReport> reports;
+  for (std::size_t w = 0; w < children.size(); ++w) {
+    CAPTURE(w);
+    INFO("writer_child stderr: ", slurp(children[w].err));
+    REQUIRE(WIFEXITED(statuses[w]));
+    REQUIRE(WEXITSTATUS(statuses[w]) == 0);
+    reports.push_back(parse_race_output(slurp(children[w].out)));
+  }
+  return reports;
+}
+
+// Every acknowledged append is stored where its writer was told, once; nothing else is stored;
+// positions and each stream's versions are gap-free; the chain verifies.
+void check_race_result(const std::filesystem::path& path, const std::vector<RaceReport>& reports,
+                       std::size_t expected_total) {
+  EventStore store = EventStore::open(path, TempStore::fast_options());
+  CHECK(store.verify().ok());
+  const auto events = store.read_all().to_vector();
+  REQUIRE(events.size() == expected_total);
+  std::map<std::string, const RecordedEvent*> by_id;
+  std::map<std::string, StreamVersion> last_version;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const RecordedEvent& e = events[i];
+    CHECK(e.position == i + 1);
+    CHECK(e.stream_version == ++last_version[e.stream_id]);
+    CHECK(by_id.emplace(e.id.to_string(), &e).second);
+  }
+  std::size_t acked = 0;
+  for (const RaceReport& r : reports) {
+    for (const Ack& a : r.acks) {
+      ++acked;
+      const auto it = by_id.find(a.id);
+      REQUIRE(it != by_id.end());
+      CHECK(it->second->stream_id == a.stream);
+      CHECK(it->second->stream_version == a.version);
+      CHECK(it->second->position == a.position);
+    }
+  }
+  CHECK(acked == expected_total);
+}
+
+}  // namespace
+
+TEST_CASE("4 processes appending with exact expected versions leave one winner per version") {
+  constexpr int kWriters = 4;
+  constexpr int kCount = 100;
+  constexpr int kStreams = 3;
+  TempDir dir;
+  const auto path = dir.file("store.db");
+  // Held open through the race, so the writers race on appends, not on opening the file.
+  const EventStore keeper = EventStore::open(path, TempStore::fast_options());
+  const auto reports = run_race(dir, path, kWriters, kCount, kStreams);
+  std::uint64_t conflicts = 0;
+  for (const RaceReport& r : reports) {
+    CHECK(r.acks.size() == static_cast<std::size_t>(kCount));
+    conflicts += r.conflicts;
+  }
+  MESSAGE("version conflicts between the processes: ", conflicts);
+  CHECK(conflicts > 0);  // the writers did race
+  check_race_result(path, reports, kWriters * kCount);
+}
+
+TEST_CASE("processes opening one store file at the same moment all open it and append") {
+  constexpr int kWriters = 4;
+  constexpr int kCount = 5;
+  const auto race_rounds = [&](bool create_first) {
+    for (int round = 0; round < 5; ++round) {
+      CAPTURE(round);
+      TempDir dir;
+      const auto path = dir.file("store.db");
+      if (create_first) EventStore::open(path, TempStore::fast_options());
+      const auto reports = run_race(dir, path, kWriters, kCount, 2);
+      check_race_result(path, reports, kWriters * kCount);
+    }
+  };
+  SUBCASE("a new file") { race_rounds(false); }
+  SUBCASE("a store that no process has open") { race_rounds(true); }
+}
