@@ -52,4 +52,12 @@ std::string_view category_of(std::string_view stream_id) noexcept {
 
 std::string_view RecordedEvent::category() const noexcept { return category_of(stream_id); }
 
+Metadata caused_by(const RecordedEvent& cause) {
+  Metadata m;
+  m.causation_id = cause.id;
+  m.correlation_id = cause.metadata.correlation_id.value_or(cause.id);
+  m.actor = cause.metadata.actor;
+  return m;
+}
+
 }  // namespace factum

@@ -131,3 +131,22 @@ bool decode_values(std::span<const std::byte> in, std::map<std::string, std::str
 }
 
 }  // namespace factum::detail
+
+namespace factum {
+
+bool hash_matches(const RecordedEvent& event) {
+  thread_local detail::ChainHasher hasher;
+  detail::EventFields f;
+  f.position = event.position;
+  f.stream_id = event.stream_id;
+  f.stream_version = event.stream_version;
+  f.id = &event.id;
+  f.type = event.type;
+  f.schema_version = event.schema_version;
+  f.payload = event.payload;
+  f.metadata = &event.metadata;
+  f.recorded_at_us = event.recorded_at.time_since_epoch().count();
+  return hasher(event.previous_hash, f) == event.hash;
+}
+
+}  // namespace factum

@@ -9,8 +9,12 @@
 namespace factum::detail {
 namespace {
 
+// SELECT kEventColumns <tail>, with the previous event joined in before the WHERE clause.
 std::string select_events(const char* tail) {
-  return std::string("SELECT ") + kEventColumns + " " + tail;
+  std::string sql = std::string("SELECT ") + kEventColumns + " " + tail;
+  const auto where = sql.find("WHERE");
+  sql.insert(where, kPreviousJoin);
+  return sql;
 }
 
 // The open flags of read connections: never create, read-only when the store is.

@@ -22,7 +22,8 @@ enum Col {
   kActor,
   kExtra,
   kRecordedAt,
-  kHash
+  kHash,
+  kPreviousHash
 };
 
 bool is_blob_of(const Statement& s, int col, std::size_t size) {
@@ -85,6 +86,14 @@ std::string decode_row(const Statement& s, RecordedEvent& out) {
   out.recorded_at = Timestamp(std::chrono::microseconds(s.column_int(kRecordedAt)));
   if (!is_blob_of(s, kHash, out.hash.size())) return "its hash is not 32 bytes";
   std::memcpy(out.hash.data(), s.column_blob(kHash).data(), out.hash.size());
+  if (out.position == 1) {
+    out.previous_hash = Hash{};
+  } else if (is_blob_of(s, kPreviousHash, out.previous_hash.size())) {
+    std::memcpy(out.previous_hash.data(), s.column_blob(kPreviousHash).data(),
+                out.previous_hash.size());
+  } else {
+    out.previous_hash = Hash{};  // the previous event is missing or damaged: verify names it
+  }
   return {};
 }
 

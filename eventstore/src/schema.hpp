@@ -25,6 +25,8 @@ void configure_connection(Database& db, const StoreOptions& options, bool reader
 inline constexpr const char* kEventColumns =
     "e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "
     "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "
-    "e.recorded_at, e.hash";
+    "e.recorded_at, e.hash, p.hash";
+// Joined by every event read: the previous event, for its hash.
+inline constexpr const char* kPreviousJoin = " LEFT JOIN events p ON p.position = e.position - 1 ";
 
 }  // namespace factum::detail

@@ -9,7 +9,7 @@ namespace factum::detail {
 namespace {
 
 constexpr std::int64_t kVerifyPage = 4096;
-constexpr int kCategoryColumn = 14;  // after the 14 columns of kEventColumns
+constexpr int kCategoryColumn = 15;  // after the 15 columns of kEventColumns
 
 VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position position,
                     std::string message) {

@@ -33,7 +33,7 @@ void bind_optional_id(Statement& s, int index, const std::optional<EventId>& id)
   }
 }
 
-RecordedEvent make_recorded(const EventFields& f, const Hash& hash) {
+RecordedEvent make_recorded(const EventFields& f, const Hash& hash, const Hash& previous) {
   RecordedEvent r;
   r.position = f.position;
   r.stream_id.assign(f.stream_id);
@@ -45,6 +45,7 @@ RecordedEvent make_recorded(const EventFields& f, const Hash& hash) {
   r.metadata = *f.metadata;
   r.recorded_at = Timestamp(std::chrono::microseconds(f.recorded_at_us));
   r.hash = hash;
+  r.previous_hash = previous;
   return r;
 }
 
@@ -202,8 +203,8 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
     f.recorded_at_us = now;
     const Hash hash = hasher_(tail.hash, f);
     insert_event(*key, f, hash);
+    if (committed != nullptr) committed->push_back(make_recorded(f, hash, tail.hash));
     tail = {f.position, hash};
-    if (committed != nullptr) committed->push_back(make_recorded(f, hash));
   }
   result.stream_version = version;
   result.last_position = tail.position;

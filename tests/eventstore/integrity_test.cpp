@@ -211,3 +211,47 @@ TEST_CASE("verify(expected_head) passes when the log grew after the head was kep
   CHECK(t.store.verify(t.store.head().hash).ok());
   CHECK(t.store.verify(Head{}.hash).ok());  // the empty store's head
 }
+
+TEST_CASE(
+    "every event read or notified carries the previous hash, so its own hash can be checked") {
+  TempStore t;
+  std::vector<RecordedEvent> notified;
+  boost::signals2::scoped_connection c =
+      t.store.on_appended().connect([&](const std::vector<RecordedEvent>& events) {
+        notified.insert(notified.end(), events.begin(), events.end());
+      });
+  t.store.append("a-1", ExpectedVersion::any(), make_events(3));
+  t.store.append("b-1", ExpectedVersion::any(), make_events(2));
+  const auto all = t.store.read_all().to_vector();
+  CHECK(all == notified);
+  CHECK(all[0].previous_hash == Hash{});
+  for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i].previous_hash == all[i - 1].hash);
+  for (const auto& e : all) CHECK(hash_matches(e));
+  for (const auto& e : t.store.read_stream("b-1")) CHECK(hash_matches(e));
+  for (const auto& e : t.store.read_category("a")) CHECK(hash_matches(e));
+  CHECK(hash_matches(*t.store.read_event(all[3].id)));
+  RecordedEvent forged = all[2];
+  forged.payload.push_back(std::byte{1});
+  CHECK_FALSE(hash_matches(forged));
+  forged = all[2];
+  forged.metadata.actor = "mallory";
+  CHECK_FALSE(hash_matches(forged));
+}
+
+TEST_CASE("caused_by links an effect to its cause and keeps the correlation") {
+  TempStore t;
+  auto command = make_event("cmd.Transfer");
+  command.metadata.actor = "alice";
+  t.store.append("transfer-1", ExpectedVersion::any(), command);
+  const auto cause = *t.store.read_event(command.id);
+  const Metadata first = caused_by(cause);
+  CHECK(first.causation_id == cause.id);
+  CHECK(first.correlation_id == cause.id);  // the cause had no correlation id: it starts one
+  CHECK(first.actor == "alice");
+  auto effect = make_event("bank.Debited");
+  effect.metadata = first;
+  t.store.append("account-1", ExpectedVersion::any(), effect);
+  const Metadata second = caused_by(*t.store.read_event(effect.id));
+  CHECK(second.causation_id == effect.id);
+  CHECK(second.correlation_id == cause.id);  // the whole chain shares the first correlation
+}

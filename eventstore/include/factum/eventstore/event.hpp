@@ -75,7 +75,8 @@ struct RecordedEvent {
   Bytes payload;
   Metadata metadata;
   Timestamp recorded_at{};
-  Hash hash{};
+  Hash hash{};           // this event's link of the hash chain
+  Hash previous_hash{};  // the previous event's hash (all zero for position 1)
 
   // The category of the stream: the part of stream_id before the first '-'.
   std::string_view category() const noexcept;
@@ -85,5 +86,14 @@ struct RecordedEvent {
 
 // The category of a stream id: the part before the first '-', or the whole id.
 std::string_view category_of(std::string_view stream_id) noexcept;
+
+// True when `event.hash` is the SHA-256 of `event.previous_hash` and the event's fields (the
+// chain's rule, docs/storage-format.md): its payload and metadata are as written.
+bool hash_matches(const RecordedEvent& event);
+
+// Metadata for an event caused by `cause`: causation id = cause's id, correlation id =
+// cause's correlation id (or its id when it has none), so a chain of effects can be
+// followed back to the command that started it. The actor is carried over.
+Metadata caused_by(const RecordedEvent& cause);
 
 }  // namespace factum
