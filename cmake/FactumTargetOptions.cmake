@@ -11,6 +11,7 @@ function(factum_target_options target)
   if(FACTUM_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=${FACTUM_SANITIZE} -fno-omit-frame-pointer
                                              -fno-sanitize-recover=all)
-    target_link_options(${target} PRIVATE -fsanitize=${FACTUM_SANITIZE})
+    # PUBLIC: whatever links an instrumented (static) library needs the sanitizer runtime too.
+    target_link_options(${target} PUBLIC -fsanitize=${FACTUM_SANITIZE})
   endif()
 endfunction()

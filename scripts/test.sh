@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs missing Debian packages, configures, builds (warnings are
+# errors) and runs every test with ctest, ending with ctest's summary.
+#
+#   BUILD_DIR   build directory (default: build, under the source tree)
+#   BUILD_TYPE  CMAKE_BUILD_TYPE (default: RelWithDebInfo)
+#   JOBS        parallel build and test jobs (default: the number of cores)
+#   CMAKE_ARGS  extra arguments for cmake's configure step, e.g. "-DCMAKE_CXX_COMPILER=clang++"
+#   CTEST_ARGS  extra arguments for ctest, e.g. "-L concurrency" or "-LE consumer"
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+bash "$root/scripts/install-deps.sh"
+
+# shellcheck disable=SC2086  # CMAKE_ARGS and CTEST_ARGS are word lists on purpose
+cmake -S "$root" -B "$build_dir" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+  -DFACTUM_WARNINGS_AS_ERRORS=ON \
+  ${CMAKE_ARGS:-}
+cmake --build "$build_dir" --parallel "$jobs"
+# shellcheck disable=SC2086
+ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" --no-tests=error ${CTEST_ARGS:-}
