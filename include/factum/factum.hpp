@@ -5,6 +5,8 @@
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
 #include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/store_options.hpp"

@@ -33,6 +33,7 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/store_options.hpp"
 
@@ -111,6 +112,24 @@ class EventStore {
                       std::span<const EventData> events);
   AppendResult append(std::string_view stream, ExpectedVersion expected, const EventData& event);
 
+  // Typed append: encodes each event through `registry` (each gets a fresh id and
+  // `metadata`) and appends them as one batch. Throws what append throws, and
+  // UnknownEventTypeError for a type the registry does not know. For a retry that must be
+  // recognised as one, encode once (registry.encode) and append the same EventData again.
+  template <DomainEvent... E>
+  requires(sizeof...(E) > 0) AppendResult
+      append(std::string_view stream, ExpectedVersion expected, const EventRegistry& registry,
+             const Metadata& metadata, const E&... events) {
+    const std::vector<EventData> batch{registry.encode(events, metadata)...};
+    return append(stream, expected, std::span<const EventData>(batch));
+  }
+  template <DomainEvent... E>
+  requires(sizeof...(E) > 0) AppendResult
+      append(std::string_view stream, ExpectedVersion expected, const EventRegistry& registry,
+             const E&... events) {
+    return append(stream, expected, registry, Metadata{}, events...);
+  }
+
   // Appends to several streams in one atomic commit: all land, or none (then it throws what
   // the first failing stream's append would throw). Results are in the order of `appends`.
   std::vector<AppendResult> append_multi(std::span<const StreamAppend> appends);
@@ -126,6 +145,8 @@ class EventStore {
   EventRange read_category(std::string_view category, Position from_position = 1) const;
   // The whole log from `from_position`, in position order.
   EventRange read_all(Position from_position = 1) const;
+  // Typed reads go through the registry:
+  //   for (const auto& d : registry.typed<BankEvent>(store.read_stream("account-1"))) ...
 
   // The stream's last version; 0 when it has no events.
   StreamVersion stream_version(std::string_view stream) const;
