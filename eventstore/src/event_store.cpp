@@ -146,6 +146,12 @@ VerifyResult EventStore::verify(const Hash& expected_head) const {
   return impl_->storage_->verify(&expected_head);
 }
 
+void EventStore::write_sql(const std::function<void(Sql&)>& fn) { impl_->storage_->write_sql(fn); }
+
+void EventStore::read_sql(const std::function<void(Sql&)>& fn) const {
+  impl_->storage_->read_sql(fn);
+}
+
 EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }
 
 const std::filesystem::path& EventStore::path() const noexcept { return impl_->path_; }

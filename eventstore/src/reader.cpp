@@ -75,7 +75,8 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
                                     "ON s.stream_key = e.stream_key WHERE e.position >= ?1 "
                                     "ORDER BY e.position LIMIT ?2")
                           .c_str()),
-      sequence(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'") {}
+      sequence(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
+      cache(db) {}
 
 ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options)
     : path_(std::move(path)), options_(std::move(options)) {}

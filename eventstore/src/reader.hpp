@@ -10,6 +10,7 @@
 
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/store_options.hpp"
+#include "sql_handle.hpp"
 #include "sqlite.hpp"
 #include "storage.hpp"
 
@@ -28,6 +29,7 @@ struct ReadConnection {
   Statement compensations;
   Statement verify_page;  // kEventColumns plus the stream's category
   Statement sequence;     // AUTOINCREMENT's record of the highest position ever written
+  StatementCache cache;   // statements of read_sql callers
 };
 
 // Hands out idle read connections, opening a new one when none is idle.

@@ -110,6 +110,8 @@ void Statement::bind_blob(int index, const void* data, std::size_t size) {
 
 void Statement::bind_null(int index) { sqlite3_bind_null(stmt_, index); }
 
+void Statement::bind_real(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+
 bool Statement::step(std::string_view doing) {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;

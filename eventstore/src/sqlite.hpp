@@ -57,6 +57,7 @@ class Statement {
   void bind_blob(int index, std::span<const std::byte> bytes);
   void bind_blob(int index, const void* data, std::size_t size);
   void bind_null(int index);
+  void bind_real(int index, double value);
 
   // Steps once: true when a row is ready, false when done. Throws StorageError.
   bool step(std::string_view doing);
@@ -67,6 +68,8 @@ class Statement {
 
   int column_type(int col) const noexcept { return sqlite3_column_type(stmt_, col); }
   std::int64_t column_int(int col) const noexcept { return sqlite3_column_int64(stmt_, col); }
+  double column_real(int col) const noexcept { return sqlite3_column_double(stmt_, col); }
+  int column_count() const noexcept { return sqlite3_column_count(stmt_); }
   std::string_view column_text(int col) const noexcept;
   std::span<const std::byte> column_blob(int col) const noexcept;
 

@@ -87,6 +87,22 @@ class SqliteStorage final : public Storage {
     return verify_chain(*readers_, expected_head);
   }
 
+  void write_sql(const std::function<void(Sql&)>& fn) override {
+    if (!writer_) {
+      throw StorageError(StorageError::Kind::read_only,
+                         "factum: cannot write to '" + path_ + "': the store was opened read-only");
+    }
+    writer_->write_sql(fn);
+  }
+
+  void read_sql(const std::function<void(Sql&)>& fn) override {
+    auto conn = readers_->acquire();
+    Transaction tx(conn->db, Transaction::Mode::deferred);
+    SqlHandle sql(conn->cache);
+    fn(sql);
+    tx.commit();
+  }
+
  private:
   std::string path_;
   std::unique_ptr<Writer> writer_;

@@ -47,6 +47,9 @@ class Storage {
   virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
   virtual std::vector<RecordedEvent> compensations_of(const EventId& id) = 0;
   virtual VerifyResult verify(const Hash* expected_head) = 0;
+  // One write transaction serialised with appends / one read transaction (sql.hpp).
+  virtual void write_sql(const std::function<void(Sql&)>& fn) = 0;
+  virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;
 };
 
 // Opens the SQLite backend on `path` (creating or checking the schema).

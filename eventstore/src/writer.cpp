@@ -75,6 +75,7 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       savepoint_(db_, "SAVEPOINT factum_append"),
       release_(db_, "RELEASE factum_append"),
       rollback_to_(db_, "ROLLBACK TO factum_append"),
+      cache_(db_),
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
 std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
@@ -82,15 +83,34 @@ std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
   Pending self;
   self.appends = appends;
   self.committed = committed;
+  enqueue(self);
+  return std::move(self.results);
+}
+
+void Writer::write_sql(const std::function<void(Sql&)>& fn) {
+  Pending self;
+  self.custom = &fn;
+  enqueue(self);
+}
+
+// Queues `self`; the caller at the front leads: it commits the queued appends (up to the
+// group limit; a write_sql always runs alone) and wakes their callers. Rethrows self's error.
+void Writer::enqueue(Pending& self) {
   std::unique_lock lock(mu_);
   queue_.push_back(&self);
   self.cv.wait(lock, [&] { return self.done || queue_.front() == &self; });
   if (!self.done) {
-    // This caller leads: it commits every queued append (up to the group limit) at once.
-    const std::size_t n = std::min(queue_.size(), max_group_size_);
+    std::size_t n = 1;
+    if (self.custom == nullptr) {
+      while (n < queue_.size() && n < max_group_size_ && queue_[n]->custom == nullptr) ++n;
+    }
     std::vector<Pending*> group(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     lock.unlock();
-    commit_group(group);
+    if (self.custom != nullptr) {
+      run_custom(self);
+    } else {
+      commit_group(group);
+    }
     lock.lock();
     for (Pending* p : group) {
       queue_.pop_front();
@@ -101,7 +121,18 @@ std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
   }
   lock.unlock();
   if (self.error) std::rethrow_exception(self.error);
-  return std::move(self.results);
+}
+
+void Writer::run_custom(Pending& p) noexcept {
+  try {
+    run(begin_, "taking the write lock");
+    SqlHandle sql(cache_);
+    (*p.custom)(sql);
+    run(commit_, "committing");
+  } catch (...) {
+    rollback();
+    p.error = std::current_exception();
+  }
 }
 
 // The group-commit transaction, phase by phase. Never throws: each pending append gets its

@@ -19,6 +19,7 @@
 
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
+#include "sql_handle.hpp"
 #include "sqlite.hpp"
 #include "storage.hpp"
 
@@ -34,10 +35,15 @@ class Writer {
   std::vector<AppendResult> write(std::span<const AppendView> appends,
                                   std::vector<RecordedEvent>* committed);
 
+  // Runs `fn` alone in one write transaction, in turn with the appends. Rethrows what fn
+  // throws (after rolling back) or a StorageError.
+  void write_sql(const std::function<void(Sql&)>& fn);
+
  private:
   struct Pending {
     std::span<const AppendView> appends;
     std::vector<RecordedEvent>* committed = nullptr;
+    const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
     std::vector<AppendResult> results;
     std::exception_ptr error;
     bool done = false;
@@ -48,7 +54,9 @@ class Writer {
     Hash hash{};
   };
 
+  void enqueue(Pending& self);
   void commit_group(std::span<Pending* const> group) noexcept;
+  void run_custom(Pending& p) noexcept;
   void apply(Pending& p, Tail& tail, std::int64_t now);
   AppendResult apply_one(const AppendView& a, Tail& tail, std::int64_t now,
                          std::vector<RecordedEvent>* committed);
@@ -79,6 +87,7 @@ class Writer {
   Statement release_;
   Statement rollback_to_;
   ChainHasher hasher_;
+  StatementCache cache_;
   std::size_t max_group_size_;
 
   std::mutex mu_;

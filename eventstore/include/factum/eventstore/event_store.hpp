@@ -23,6 +23,7 @@
 
 #include <boost/signals2/signal.hpp>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -35,6 +36,7 @@
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
 
 namespace factum {
@@ -165,6 +167,12 @@ class EventStore {
   // As verify(), and also fails (head_mismatch) unless `expected_head` is the hash of some
   // event in the log: catches a log whose newest events were cut off.
   VerifyResult verify(const Hash& expected_head) const;
+
+  // Runs `fn` in one write transaction on the store's file (see sql.hpp): committed when fn
+  // returns, rolled back when it throws (the exception propagates). Serialised with appends.
+  void write_sql(const std::function<void(Sql&)>& fn);
+  // Runs `fn` in one read transaction on a read connection (a consistent view; no writes).
+  void read_sql(const std::function<void(Sql&)>& fn) const;
 
   // Connect a slot: `scoped_connection c = store.on_appended().connect(slot);`. Slots run on
   // the appending thread, after the commit and outside every store lock, so they may call

@@ -1,0 +1,77 @@
+// factum/eventstore/sql.hpp — a small SQL handle on the store's own file, for the modules
+// that keep tables beside the log (snapshots, checkpoints, read models).
+//
+// EventStore::write_sql(fn) runs fn(Sql&) in one write transaction on the store's writer
+// connection: it commits when fn returns and rolls back (nothing written) when fn throws.
+// EventStore::read_sql(fn) runs fn(Sql&) in one read transaction on a read connection: a
+// consistent view, and writes are refused. Statements are prepared once per connection and
+// reused (keep the SQL text constant; bind values as parameters, never paste them in).
+//
+//   store.write_sql([&](factum::Sql& sql) {
+//     sql.execute("INSERT INTO balances (account, cents) VALUES (?1, ?2)", {id, cents});
+//   });
+//
+// Errors are StorageError naming the file and what failed. The handle is valid only inside
+// the callback; do not call the EventStore from inside a write_sql callback (its appends
+// wait for the same writer and would deadlock).
+//
+// Thread-safety: one Sql object is used by the thread that runs the callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "factum/eventstore/event.hpp"
+
+namespace factum {
+
+// A value bound to a parameter or read from a column.
+using SqlValue = std::variant<std::nullptr_t, std::int64_t, double, std::string, Bytes>;
+
+// One result row. Column indexes start at 0.
+class SqlRow {
+ public:
+  virtual ~SqlRow() = default;
+  virtual int size() const = 0;
+  virtual bool is_null(int column) const = 0;
+  // Throws StorageError when the column is not of the asked kind.
+  virtual std::int64_t integer(int column) const = 0;
+  virtual double real(int column) const = 0;
+  virtual std::string text(int column) const = 0;
+  virtual Bytes blob(int column) const = 0;
+};
+
+class Sql {
+ public:
+  virtual ~Sql() = default;
+  // Runs one statement with `params` bound to ?1, ?2, ...; returns the rows it changed.
+  virtual std::int64_t execute(std::string_view sql, std::span<const SqlValue> params = {}) = 0;
+  std::int64_t execute(std::string_view sql, std::initializer_list<SqlValue> params) {
+    return execute(sql, std::span<const SqlValue>(params.begin(), params.size()));
+  }
+  // Runs a query and calls `on_row` for each row, in order.
+  virtual void query(std::string_view sql, std::span<const SqlValue> params,
+                     const std::function<void(const SqlRow&)>& on_row) = 0;
+  void query(std::string_view sql, std::initializer_list<SqlValue> params,
+             const std::function<void(const SqlRow&)>& on_row) {
+    query(sql, std::span<const SqlValue>(params.begin(), params.size()), on_row);
+  }
+  // The first column of the first row, if any.
+  std::optional<std::int64_t> query_integer(std::string_view sql,
+                                            std::initializer_list<SqlValue> params = {}) {
+    std::optional<std::int64_t> out;
+    query(sql, params, [&](const SqlRow& row) {
+      if (!out && !row.is_null(0)) out = row.integer(0);
+    });
+    return out;
+  }
+};
+
+}  // namespace factum
