@@ -1,11 +1,12 @@
 # Install rules and the package config that find_package(factum CONFIG) reads.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS factum_eventstore factum EXPORT factumTargets
+install(TARGETS factum_eventstore factum_snapshots factum_aggregates factum EXPORT factumTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/include/
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/snapshots/include/
+                  ${PROJECT_SOURCE_DIR}/aggregates/include/ ${PROJECT_SOURCE_DIR}/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT factumTargets NAMESPACE factum::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)

@@ -134,6 +134,15 @@ bool decode_values(std::span<const std::byte> in, std::map<std::string, std::str
 
 namespace factum {
 
+Hash sha256(std::span<const std::byte> bytes) {
+  Hash out{};
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), out.data(), &size, EVP_sha256(), nullptr) != 1) {
+    throw Error("factum: SHA-256 failed");
+  }
+  return out;
+}
+
 bool hash_matches(const RecordedEvent& event) {
   thread_local detail::ChainHasher hasher;
   detail::EventFields f;

@@ -1,6 +1,9 @@
 // factum/factum.hpp — the umbrella header: everything a service needs from factum.
 #pragma once
 
+#include "factum/aggregates/aggregate.hpp"
+#include "factum/aggregates/repository.hpp"
+
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
@@ -11,3 +14,4 @@
 #include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
+#include "factum/snapshots/snapshot_store.hpp"

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,9 @@ std::string_view category_of(std::string_view stream_id) noexcept;
 // True when `event.hash` is the SHA-256 of `event.previous_hash` and the event's fields (the
 // chain's rule, docs/storage-format.md): its payload and metadata are as written.
 bool hash_matches(const RecordedEvent& event);
+
+// SHA-256 of `bytes` (OpenSSL's libcrypto).
+Hash sha256(std::span<const std::byte> bytes);
 
 // Metadata for an event caused by `cause`: causation id = cause's id, correlation id =
 // cause's correlation id (or its id when it has none), so a chain of effects can be
