@@ -2,8 +2,9 @@
 """Checks the hash chain of a factum store without factum: python3 verify_chain.py FILE [HEAD_HEX]
 
 Follows docs/storage-format.md and reports as EventStore::verify does: the first position where
-the chain breaks (malformed_row, position_gap, hash_mismatch) or, when HEAD_HEX (a head hash kept
-from earlier) is given and does not occur in the chain, head_mismatch. Exit status: 0 intact,
+the chain breaks (malformed_row, position_gap, hash_mismatch), a cut-off tail (truncated: the
+AUTOINCREMENT counter in sqlite_sequence is past the last event) or, when HEAD_HEX (a head hash
+kept from earlier) is given and does not occur in the chain, head_mismatch. Exit status: 0 intact,
 1 broken, 2 not a factum store of format 1. Needs only the standard library.
 """
 import hashlib
@@ -112,16 +113,23 @@ def open_store(path):
 
 def verify(db, expected_head=None):
     sql = ("SELECT " + ", ".join(COLUMNS) + ", " + ", ".join(f"typeof({c})" for c in COLUMNS)
-           + " FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key"
+           + ", s.category FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key"
            + " ORDER BY e.position")
     previous, expected_pos = bytes(32), 1
     seen_head = expected_head is None or expected_head == bytes(32)
     for full in db.execute(sql):
-        row, types = full[:14], [t.decode() for t in full[14:]]
+        row, types, category = full[:14], [t.decode() for t in full[14:28]], full[28]
         try:
             data = chain_input(previous, row, types)
         except ValueError as e:
             raise Broken("malformed_row", row[0], f"the event at position {row[0]} is malformed: {e}")
+        if isinstance(category, int):
+            category = str(category).encode()  # as SQLite reads an integer as text
+        if category != row[1].split(b"-", 1)[0]:
+            text = lambda b: b.decode("utf-8", "backslashreplace") if isinstance(b, bytes) else b
+            raise Broken("malformed_row", row[0], f"the event at position {row[0]} belongs to "
+                         f"stream '{text(row[1])}', whose recorded category '{text(category)}' "
+                         f"is not '{text(row[1].split(b'-', 1)[0])}'")
         if row[0] != expected_pos:
             raise Broken("position_gap", expected_pos,
                          f"events at positions {expected_pos} to {row[0] - 1} are missing (deleted)")
@@ -130,6 +138,10 @@ def verify(db, expected_head=None):
                          "does not match its contents and the previous event's hash")
         previous, expected_pos = row[13], expected_pos + 1
         seen_head = seen_head or previous == expected_head
+    sequence = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    if sequence is not None and sequence[0] >= expected_pos:
+        raise Broken("truncated", expected_pos, f"the log ends at position {expected_pos - 1} but "
+                     f"positions up to {sequence[0]} were written: events were removed from its end")
     if not seen_head:
         raise Broken("head_mismatch", expected_pos, f"the expected head hash is not in the chain "
                      f"(it ends at position {expected_pos - 1}): the log was cut off or rewritten")

@@ -85,9 +85,11 @@ void EventRegistry::require_registered(std::string_view name, std::type_index ty
 }
 
 CorruptEventError EventRegistry::corrupt(const RecordedEvent& recorded, const std::string& why) {
+  std::string_view detail = why;
+  if (detail.starts_with("factum: ")) detail.remove_prefix(8);  // say "factum:" once
   return CorruptEventError(recorded.position, "'" + recorded.type + "' (schema version " +
                                                   std::to_string(recorded.schema_version) +
-                                                  "): " + why);
+                                                  "): " + std::string(detail));
 }
 
 std::string EventRegistry::current_payload(const RecordedEvent& recorded) const {

@@ -273,3 +273,13 @@ TEST_CASE("an event built by hand without its chain links is refused as corrupt"
   e.payload = data.payload;
   CHECK_THROWS_AS(registry.decode<AccountOpened>(e), CorruptEventError);
 }
+
+TEST_CASE("decoding through an old struct of a registered name is refused") {
+  TempStore t;
+  EventRegistry registry;
+  register_bank_chain(registry);
+  t.store.append("account-1", ExpectedVersion::any(), registry,
+                 MoneyDeposited{"account-1", {5, Currency::eur}, ""});
+  const auto e = t.store.read_all().to_vector().at(0);
+  CHECK_THROWS_AS(registry.decode<MoneyDepositedV2>(e), UnknownEventTypeError);
+}

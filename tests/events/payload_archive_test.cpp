@@ -145,3 +145,22 @@ TEST_CASE("a set or map with a repeated key is refused") {
   CHECK_THROWS_WITH_AS((decode_payload<std::map<std::string, std::uint8_t>>(bytes_of(repeated))),
                        doctest::Contains("repeats"), PayloadError);
 }
+
+TEST_CASE("tiny items that decode into large objects are refused past the memory budget") {
+  // 20,000 empty optionals of 8 KB each: 20 KB of payload asking for 160 MB of objects.
+  std::string bytes;
+  PayloadOArchive ar(bytes);
+  ar.put_varint(20000);
+  bytes.append(20000, '\0');
+  using Big = std::vector<std::optional<std::array<std::int64_t, 1000>>>;
+  CHECK_THROWS_WITH_AS(decode_payload<Big>(bytes_of(bytes)), doctest::Contains("bytes of objects"),
+                       PayloadError);
+  // The same shape at a sane size decodes.
+  const Big small(10);
+  CHECK(decode_payload<Big>(bytes_of(encode_payload(small))).size() == 10);
+}
+
+TEST_CASE("floating-point durations keep their fraction") {
+  const std::chrono::duration<double> d(1.75);
+  CHECK(decode_payload<std::chrono::duration<double>>(bytes_of(encode_payload(d))).count() == 1.75);
+}

@@ -149,11 +149,13 @@ class EventRegistry {
     return data;
   }
 
-  // Decodes `recorded` as E. Throws UnknownEventTypeError when its type is not E (or an
-  // alias of E) or is of a schema version newer than E's; CorruptEventError when it does not
-  // match its hash or its payload is malformed.
+  // Decodes `recorded` as E. Throws UnknownEventTypeError when E is not the registered
+  // struct of its name, when the event's type is not E (or an alias of E), or is of a schema
+  // version newer than E's; CorruptEventError when it does not match its hash or its
+  // payload is malformed; InvalidArgument when the registry fails validate().
   template <DomainEvent E>
   E decode(const RecordedEvent& recorded) const {
+    require_registered(E::event_type, typeid(E));  // not an old struct of the same name
     if (canonical_name(recorded.type) != E::event_type) {
       throw UnknownEventTypeError(recorded.type, "expected '" + std::string(E::event_type) +
                                                      "' at position " +

@@ -19,14 +19,17 @@
 //   - std::string, containers (vector, deque, list, set, map, unordered_*): a LEB128 count,
 //     then the items; std::array and C arrays: the items; std::pair: first, second;
 //     std::optional: one byte 0 (empty) or 1 followed by the value;
-//     std::chrono durations and time points: the count as a little-endian int64;
+//     std::chrono durations and time points: the count as a little-endian int64 (a double
+//     for floating-point counts) in the type's own period: use factum::Timestamp (UTC
+//     microseconds) rather than system_clock::time_point, whose period differs by library;
 //   - a struct: its fields in `serialize` order, with no header, class id or version.
 // Pointers, wide strings and long double are refused at compile time. Nested types are not
 // versioned (the version argument of serialize is always 0): evolve an event through its
 // schema_version and upcasters (event_registry.hpp) instead.
 //
 // PayloadIArchive never trusts the bytes: it reads only inside its span, checks every count
-// and length against the bytes that remain BEFORE it allocates, refuses a bool that is not 0
+// and length against the bytes that remain BEFORE it allocates, keeps the objects it builds
+// within a budget of 64 times the payload's size (plus 1 MiB), refuses a bool that is not 0
 // or 1, and throws PayloadError (never crashes) on anything malformed.
 //
 // Thread-safety: an archive object is used by one thread; distinct archives are independent.
@@ -44,6 +47,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <list>
 #include <map>
 #include <optional>
@@ -126,8 +130,19 @@ inline constexpr bool is_fixed_scalar_v = (std::is_integral_v<T> ||
 template <class T>
 inline constexpr bool always_false_v = false;
 
+// An enum whose underlying type is fixed (enum class, or enum E : int) can hold any value of
+// that type; an unscoped enum without one may only hold its enumerators' range, and loading
+// another value is undefined behaviour.
+template <class T>
+concept FixedEnum = std::is_enum_v<T> && requires {
+  T{std::underlying_type_t<T>{}};
+};
+
 template <class T>
 void refuse_unsupported() {
+  static_assert(!std::is_enum_v<T> || FixedEnum<T>,
+                "factum payloads hold enums with a fixed underlying type only: use enum class, "
+                "or enum E : std::int32_t");
   static_assert(!std::is_pointer_v<T>, "factum payloads cannot hold pointers: store the value");
   static_assert(!std::is_same_v<T, wchar_t> && !std::is_same_v<T, std::wstring>,
                 "factum payloads do not hold wchar_t: its width differs between platforms");
@@ -210,7 +225,11 @@ class PayloadOArchive {
       out_.push_back(t.has_value() ? 1 : 0);
       if (t) save(*t);
     } else if constexpr (detail::is_duration<T>::value) {
-      save(static_cast<std::int64_t>(t.count()));
+      if constexpr (std::is_floating_point_v<typename T::rep>) {
+        save(static_cast<double>(t.count()));
+      } else {
+        save(static_cast<std::int64_t>(t.count()));
+      }
     } else if constexpr (detail::is_time_point<T>::value) {
       save(t.time_since_epoch());
     } else if constexpr (detail::is_sequence<T>::value || detail::is_associative<T>::value) {
@@ -231,7 +250,12 @@ class PayloadIArchive {
   using is_saving = boost::mpl::false_;
   using is_loading = boost::mpl::true_;
 
-  explicit PayloadIArchive(std::span<const std::byte> in) noexcept : in_(in) {}
+  explicit PayloadIArchive(std::span<const std::byte> in) noexcept
+      : in_(in), budget_(kBudgetPerByte * in.size() + kBudgetFloor) {}
+
+  // Memory a decode may build, whatever the bytes claim: a fixed multiple of their size.
+  static constexpr std::size_t kBudgetPerByte = 64;
+  static constexpr std::size_t kBudgetFloor = std::size_t{1} << 20;
 
   template <class T>
   PayloadIArchive& operator>>(T&& value) {
@@ -266,6 +290,7 @@ class PayloadIArchive {
     for (int shift = 0; shift < 64; shift += 7) {
       const auto b = static_cast<std::uint8_t>(take_byte());
       if (shift == 63 && b > 1) break;
+      if (b == 0 && shift > 0) break;  // a needless trailing zero group: not canonical
       v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) return v;
     }
@@ -356,12 +381,28 @@ class PayloadIArchive {
       if (flag == 0) {
         t.reset();
       } else {
+        charge(sizeof(T));
         load(t.emplace());
       }
     } else if constexpr (detail::is_duration<T>::value) {
-      std::int64_t count = 0;
-      load(count);
-      t = T(static_cast<typename T::rep>(count));
+      if constexpr (std::is_floating_point_v<typename T::rep>) {
+        double count = 0;
+        load(count);
+        t = T(static_cast<typename T::rep>(count));
+      } else {
+        std::int64_t count = 0;
+        load(count);
+        using Rep = typename T::rep;
+        const bool fits =
+            std::is_signed_v<Rep>
+                ? count >= static_cast<std::int64_t>(std::numeric_limits<Rep>::min()) &&
+                      count <= static_cast<std::int64_t>(std::numeric_limits<Rep>::max())
+                : count >= 0 && static_cast<std::uint64_t>(count) <=
+                                    static_cast<std::uint64_t>(std::numeric_limits<Rep>::max());
+        if (!fits)
+          throw PayloadError("a duration of " + std::to_string(count) + " does not fit its type");
+        t = T(static_cast<Rep>(count));
+      }
     } else if constexpr (detail::is_time_point<T>::value) {
       typename T::duration d{};
       load(d);
@@ -369,11 +410,15 @@ class PayloadIArchive {
     } else if constexpr (detail::is_sequence<T>::value) {
       const std::size_t n = take_count("a sequence");
       t.clear();
-      for (std::size_t i = 0; i < n; ++i) t.push_back(load_value<typename T::value_type>());
+      for (std::size_t i = 0; i < n; ++i) {
+        charge(sizeof(typename T::value_type));
+        t.push_back(load_value<typename T::value_type>());
+      }
     } else if constexpr (detail::is_associative<T>::value) {
       const std::size_t n = take_count("a set or map");
       t.clear();
       for (std::size_t i = 0; i < n; ++i) {
+        charge(sizeof(typename T::value_type) + 4 * sizeof(void*));  // the node's links too
         typename T::value_type item = load_value<typename T::value_type>();
         if (!t.insert(std::move(item)).second) throw PayloadError("a set or map repeats a key");
       }
@@ -399,8 +444,21 @@ class PayloadIArchive {
     }
   }
 
+  // Counts `bytes` of memory against the budget; throws once a decode would pass it (a
+  // payload of many tiny items that each decode into a large object).
+  void charge(std::size_t bytes) {
+    if (bytes > budget_) {
+      throw PayloadError("decoding would build more than " +
+                         std::to_string(kBudgetPerByte * in_.size() + kBudgetFloor) +
+                         " bytes of objects from " + std::to_string(in_.size()) +
+                         " bytes of payload");
+    }
+    budget_ -= bytes;
+  }
+
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
+  std::size_t budget_;
 };
 
 // Encodes `value` with PayloadOArchive.
