@@ -2,13 +2,15 @@
 // every append on stdout, each line with one write(2) straight to the file descriptor, so a
 // reported line survives the process being killed right after it.
 //
-//   writer_child crash <store> <threads> <seed> <ready fd>
-//     Opens the store with Durability::full, writes one byte to <ready fd> and closes it (the
-//     parent's cue that the store is open), then from <threads> threads appends batches of
-//     1..5 events (sizes and streams drawn from <seed>) to streams crash-0..crash-2 with
-//     ExpectedVersion::any(), until killed. Around each append it writes
+//   writer_child crash <store> <threads> <seed> <cue fd>
+//     Opens the store with Durability::full and writes "R" to <cue fd> (the parent's cue that
+//     the store is open), then from <threads> threads appends batches of 1..5 events (sizes and
+//     streams drawn from <seed>) to streams crash-0..crash-2 with ExpectedVersion::any(), until
+//     killed. Around each append it writes
 //       BEGIN <stream> <id>...                                   (before calling append)
 //       ACK <first id> <first position> <last position> <stream version>   (after it returned)
+//     After the first ACK line is written it writes "A" to <cue fd> and closes it (the cue that
+//     an append has been acknowledged).
 //   writer_child race <store> <writer> <count> <streams>
 //     Waits for stdin to reach end of file (the parent's start signal), opens (or creates) the
 //     store, then appends <count> single events, the i-th to stream race-<(writer + i) % streams>,
@@ -18,6 +20,7 @@
 // Exit status: 0 done, 1 an exception (its message on stderr), 2 bad arguments.
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -56,9 +59,18 @@ EventData make_event(const std::string& type, const std::string& payload) {
   return e;
 }
 
+// Writes the one-byte cue `c` to the parent's pipe.
+void send_cue(int fd, char c) {
+  ssize_t n = 0;
+  while ((n = ::write(fd, &c, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) throw std::runtime_error("writer_child: cannot write to the cue fd");
+}
+
 // One thread of crash mode: appends until the process is killed (or a minute passes, so a
-// child whose parent died does not run forever).
-void crash_loop(EventStore& store, std::uint64_t seed) {
+// child whose parent died does not run forever). The first thread to see an append
+// acknowledged sends the cue "A" and closes `cue_fd` (set to -1).
+void crash_loop(EventStore& store, std::uint64_t seed, std::atomic<int>& cue_fd) {
   std::mt19937_64 rng(seed);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -73,20 +85,26 @@ void crash_loop(EventStore& store, std::uint64_t seed) {
     const AppendResult r = store.append(stream, ExpectedVersion::any(), batch);
     emit("ACK " + batch.front().id.to_string() + " " + std::to_string(r.first_position) + " " +
          std::to_string(r.last_position) + " " + std::to_string(r.stream_version));
+    if (cue_fd.load(std::memory_order_relaxed) >= 0) {
+      if (const int fd = cue_fd.exchange(-1); fd >= 0) {
+        send_cue(fd, 'A');
+        ::close(fd);
+      }
+    }
   }
 }
 
-int run_crash(const std::string& path, int threads, std::uint64_t seed, int ready_fd) {
+int run_crash(const std::string& path, int threads, std::uint64_t seed, int cue_fd) {
   StoreOptions options;
   options.durability = Durability::full;
   EventStore store = EventStore::open(path, options);
-  if (::write(ready_fd, "R", 1) != 1) throw std::runtime_error("cannot write to the ready fd");
-  ::close(ready_fd);
+  send_cue(cue_fd, 'R');
+  std::atomic<int> first_ack_fd{cue_fd};
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&store, seed, t] {
+    workers.emplace_back([&store, &first_ack_fd, seed, t] {
       try {
-        crash_loop(store, seed * 1000 + static_cast<std::uint64_t>(t));
+        crash_loop(store, seed * 1000 + static_cast<std::uint64_t>(t), first_ack_fd);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "writer_child crash: %s\n", e.what());
         std::_Exit(1);
@@ -149,7 +167,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr,
-               "usage: writer_child crash <store> <threads> <seed> <ready fd>\n"
+               "usage: writer_child crash <store> <threads> <seed> <cue fd>\n"
                "       writer_child race <store> <writer> <count> <streams>\n");
   return 2;
 }
