@@ -92,6 +92,7 @@ class Account : public Aggregate<Account, Opened, Deposited, Withdrawn, Closed> 
   bool opened() const { return opened_; }
   bool closed() const { return closed_; }
   const std::string& owner() const { return owner_; }
+  std::int64_t limit() const { return limit_; }
   std::int64_t balance() const { return balance_; }
   std::int64_t movements() const { return movements_; }
   friend bool operator==(const Account& a, const Account& b) {

@@ -5,13 +5,14 @@
 //   accounts.execute("42", [](Account& a) { a.deposit(500); });
 //
 // load(id) restores the newest usable snapshot (schema version checked before decoding,
-// digest checked, decode failures tolerated) and replays only the events after it. A stream
-// with no events loads as a fresh aggregate at version 0 (commands decide whether that is
-// allowed). save(a) appends the pending events with ExpectedVersion::exact(loaded version)
-// and the command context's metadata; execute(id, command) loads, runs, saves, and on
-// ConcurrencyError loads again and reruns, up to the retry policy's limit. Snapshots are
-// written after their events are committed, in their own transaction; a failure to write
-// one never fails the save (it is counted and reported through the options' hook).
+// digest checked, decode failures and unreadable snapshots tolerated) and replays only the
+// events after it. A stream with no events loads as a fresh aggregate at version 0
+// (commands decide whether that is allowed). save(a) appends the pending events with
+// ExpectedVersion::exact(loaded version) and the command context's metadata;
+// execute(id, command) loads, runs, saves, and on ConcurrencyError loads again and reruns,
+// up to the retry policy's limit. Snapshots are written after their events are committed,
+// in their own transaction; a failure to write one never fails the save (it is counted and
+// reported through the options' hook).
 //
 // Thread-safety: a Repository may be shared between threads; every member is safe to call
 // concurrently (the store and snapshot store are thread-safe; the counters are atomic).
@@ -21,14 +22,19 @@
 #include <factum/eventstore/event_store.hpp>
 #include <factum/snapshots/snapshot_store.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace factum {
 
@@ -42,7 +48,8 @@ struct SnapshotIgnored {
 struct RepositoryOptions {
   // When save() takes snapshots by itself. Default: never (take them with snapshot()).
   SnapshotPolicy snapshots = SnapshotPolicy::manual();
-  // Called when load passes over a snapshot (old schema, bad digest, decode failure).
+  // Called when load passes over a snapshot (old schema, bad digest, decode failure), or
+  // over all of a stream's snapshots when they cannot be read (StorageError; version 0).
   // Default: none (the counter snapshots_ignored() still counts).
   std::function<void(const SnapshotIgnored&)> on_snapshot_ignored;
   // Called when writing a snapshot after a save failed (the save itself succeeded).
@@ -186,7 +193,15 @@ class Repository {
   std::optional<std::pair<A, StreamVersion>> restore(const std::string& stream,
                                                      StreamVersion upto) const {
     if (snapshots_ == nullptr) return std::nullopt;
-    for (const Snapshot& s : snapshots_->newest(stream, upto)) {
+    std::vector<Snapshot> candidates;
+    try {
+      candidates = snapshots_->newest(stream, upto);
+    } catch (const StorageError& e) {
+      // A cache that cannot be read is passed over: the events are the truth.
+      ignore(stream, 0, std::string("the snapshots could not be read: ") + e.what());
+      return std::nullopt;
+    }
+    for (const Snapshot& s : candidates) {
       if (s.schema_version != A::snapshot_version) {
         ignore(s, "its schema version " + std::to_string(s.schema_version) + " is not the code's " +
                       std::to_string(A::snapshot_version));
@@ -206,9 +221,12 @@ class Repository {
   }
 
   void ignore(const Snapshot& s, std::string reason) const {
+    ignore(s.stream_id, s.version, std::move(reason));
+  }
+  void ignore(const std::string& stream, StreamVersion version, std::string reason) const {
     ignored_.fetch_add(1, std::memory_order_relaxed);
     if (options_.on_snapshot_ignored)
-      options_.on_snapshot_ignored({s.stream_id, s.version, std::move(reason)});
+      options_.on_snapshot_ignored({stream, version, std::move(reason)});
   }
 
   void try_snapshot(const A& aggregate) noexcept {
