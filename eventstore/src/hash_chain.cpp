@@ -104,6 +104,20 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
   return out;
 }
 
+EventFields fields_of(const RecordedEvent& event) {
+  EventFields f;
+  f.position = event.position;
+  f.stream_id = event.stream_id;
+  f.stream_version = event.stream_version;
+  f.id = &event.id;
+  f.type = event.type;
+  f.schema_version = event.schema_version;
+  f.payload = event.payload;
+  f.metadata = &event.metadata;
+  f.recorded_at_us = event.recorded_at.time_since_epoch().count();
+  return f;
+}
+
 std::string encode_values(const std::map<std::string, std::string>& values) {
   std::string out;
   append_u32(out, static_cast<std::uint32_t>(values.size()));
@@ -145,17 +159,7 @@ Hash sha256(std::span<const std::byte> bytes) {
 
 bool hash_matches(const RecordedEvent& event) {
   thread_local detail::ChainHasher hasher;
-  detail::EventFields f;
-  f.position = event.position;
-  f.stream_id = event.stream_id;
-  f.stream_version = event.stream_version;
-  f.id = &event.id;
-  f.type = event.type;
-  f.schema_version = event.schema_version;
-  f.payload = event.payload;
-  f.metadata = &event.metadata;
-  f.recorded_at_us = event.recorded_at.time_since_epoch().count();
-  return hasher(event.previous_hash, f) == event.hash;
+  return hasher(event.previous_hash, detail::fields_of(event)) == event.hash;
 }
 
 }  // namespace factum

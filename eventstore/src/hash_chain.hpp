@@ -29,6 +29,9 @@ struct EventFields {
   std::int64_t recorded_at_us = 0;
 };
 
+// The hashed fields of a stored event (views into `event`, which must outlive them).
+EventFields fields_of(const RecordedEvent& event);
+
 // Computes chain hashes. Not thread-safe: one per thread.
 class ChainHasher {
  public:

@@ -48,17 +48,7 @@ class ChainWalk {
                            std::to_string(event_.position - 1) + " are missing (deleted)");
       return false;
     }
-    EventFields f;
-    f.position = event_.position;
-    f.stream_id = event_.stream_id;
-    f.stream_version = event_.stream_version;
-    f.id = &event_.id;
-    f.type = event_.type;
-    f.schema_version = event_.schema_version;
-    f.payload = event_.payload;
-    f.metadata = &event_.metadata;
-    f.recorded_at_us = event_.recorded_at.time_since_epoch().count();
-    if (hasher_(previous_, f) != event_.hash) {
+    if (hasher_(previous_, fields_of(event_)) != event_.hash) {
       result_ = broken(result_, VerifyResult::Problem::hash_mismatch, at,
                        "the hash of the event at position " + std::to_string(at) +
                            " does not match its contents and the previous event's hash: it "
