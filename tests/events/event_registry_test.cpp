@@ -283,3 +283,21 @@ TEST_CASE("decoding through an old struct of a registered name is refused") {
   const auto e = t.store.read_all().to_vector().at(0);
   CHECK_THROWS_AS(registry.decode<MoneyDepositedV2>(e), UnknownEventTypeError);
 }
+
+namespace {
+struct Ping {
+  static constexpr std::string_view event_type = "test.Ping";
+  template <class Ar>
+  void serialize(Ar&, unsigned) {}
+};
+}  // namespace
+
+TEST_CASE("an event with no fields encodes to an empty payload and back") {
+  TempStore t;
+  EventRegistry registry;
+  registry.add<Ping>();
+  const EventData data = registry.encode(Ping{});
+  CHECK(data.payload.empty());
+  t.store.append("ping-1", ExpectedVersion::any(), data);
+  CHECK_NOTHROW(registry.decode<Ping>(t.store.read_all().to_vector().at(0)));
+}

@@ -250,8 +250,8 @@ class Repository {
     s.version = aggregate.loaded_version();
     s.schema_version = A::snapshot_version;
     const std::string bytes = encode_payload(aggregate);
-    s.state.resize(bytes.size());
-    std::memcpy(s.state.data(), bytes.data(), bytes.size());
+    const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+    s.state.assign(first, first + bytes.size());  // no memcpy: may be empty (null data)
     snapshots_->save(std::move(s));
     if (options_.snapshots.keep_last > 0)
       snapshots_->prune(stream_id(aggregate.id()), options_.snapshots.keep_last);

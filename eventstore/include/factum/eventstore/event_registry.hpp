@@ -143,8 +143,8 @@ class EventRegistry {
     data.type = std::string(E::event_type);
     data.schema_version = schema_version_of<E>();
     const std::string bytes = encode_payload(event);
-    data.payload.resize(bytes.size());
-    std::memcpy(data.payload.data(), bytes.data(), bytes.size());
+    const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+    data.payload.assign(first, first + bytes.size());  // no memcpy: may be empty (null data)
     data.metadata = std::move(metadata);
     return data;
   }

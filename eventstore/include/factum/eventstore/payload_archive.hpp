@@ -315,7 +315,7 @@ class PayloadIArchive {
 
   void take(void* data, std::size_t size) {
     if (size > remaining()) throw PayloadError("the payload ends in the middle of a field");
-    std::memcpy(data, in_.data() + at_, size);
+    if (size > 0) std::memcpy(data, in_.data() + at_, size);
     at_ += size;
   }
 
