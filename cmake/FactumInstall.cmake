@@ -1,12 +1,13 @@
 # Install rules and the package config that find_package(factum CONFIG) reads.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS factum_eventstore factum_snapshots factum_aggregates factum EXPORT factumTargets
+install(TARGETS factum_eventstore factum_snapshots factum_aggregates factum_projections factum EXPORT factumTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/snapshots/include/
-                  ${PROJECT_SOURCE_DIR}/aggregates/include/ ${PROJECT_SOURCE_DIR}/include/
+                  ${PROJECT_SOURCE_DIR}/aggregates/include/ ${PROJECT_SOURCE_DIR}/projections/include/
+                  ${PROJECT_SOURCE_DIR}/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT factumTargets NAMESPACE factum::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)

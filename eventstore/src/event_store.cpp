@@ -18,7 +18,8 @@ class StoreImpl {
     validate(appends);
     const bool notify = !signal_.empty();
     std::vector<RecordedEvent> committed;
-    auto results = storage_->append(appends, notify ? &committed : nullptr);
+    const AppendHook* hook = appending_.empty() ? nullptr : &hook_;
+    auto results = storage_->append(appends, notify ? &committed : nullptr, hook);
     if (notify && !committed.empty()) signal_(committed);
     return results;
   }
@@ -47,6 +48,8 @@ class StoreImpl {
   StoreOptions options_;
   std::shared_ptr<Storage> storage_;
   EventStore::AppendedSignal signal_;
+  EventStore::AppendingSignal appending_;
+  AppendHook hook_ = [this](AppendTransaction& tx) { appending_(tx); };
 };
 
 }  // namespace detail
@@ -153,6 +156,10 @@ void EventStore::read_sql(const std::function<void(Sql&)>& fn) const {
 }
 
 EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }
+
+EventStore::AppendingSignal& EventStore::on_appending() { return impl_->appending_; }
+
+std::unique_ptr<LogWatcher> EventStore::watch() const { return impl_->storage_->watch(); }
 
 const std::filesystem::path& EventStore::path() const noexcept { return impl_->path_; }
 

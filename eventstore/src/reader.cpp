@@ -9,14 +9,6 @@
 namespace factum::detail {
 namespace {
 
-// SELECT kEventColumns <tail>, with the previous event joined in before the WHERE clause.
-std::string select_events(const char* tail) {
-  std::string sql = std::string("SELECT ") + kEventColumns + " " + tail;
-  const auto where = sql.find("WHERE");
-  sql.insert(where, kPreviousJoin);
-  return sql;
-}
-
 // The open flags of read connections: never create, read-only when the store is.
 int reader_flags(const StoreOptions& options) {
   return options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;

@@ -169,4 +169,11 @@ void configure_connection(Database& db, const StoreOptions& options, bool reader
   if (reader || options.read_only) db.exec("PRAGMA query_only=1", "opening for reading");
 }
 
+std::string select_events(const char* tail) {
+  std::string sql = std::string("SELECT ") + kEventColumns + " " + tail;
+  const auto where = sql.find("WHERE");
+  sql.insert(where, kPreviousJoin);
+  return sql;
+}
+
 }  // namespace factum::detail

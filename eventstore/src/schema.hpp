@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "factum/eventstore/store_options.hpp"
 #include "sqlite.hpp"
@@ -28,5 +29,8 @@ inline constexpr const char* kEventColumns =
     "e.recorded_at, e.hash, p.hash";
 // Joined by every event read: the previous event, for its hash.
 inline constexpr const char* kPreviousJoin = " LEFT JOIN events p ON p.position = e.position - 1 ";
+
+// SELECT kEventColumns <tail>, with the previous event joined in before the WHERE clause.
+std::string select_events(const char* tail);
 
 }  // namespace factum::detail

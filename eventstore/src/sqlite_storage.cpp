@@ -11,10 +11,32 @@
 namespace factum::detail {
 namespace {
 
+// PRAGMA data_version changes on a connection when any other connection commits to the file.
+class DataVersionWatcher final : public LogWatcher {
+ public:
+  DataVersionWatcher(const std::filesystem::path& path, const StoreOptions& options)
+      : db_(path, SQLITE_OPEN_READONLY, static_cast<int>(options.busy_timeout.count())),
+        pragma_(db_, "PRAGMA data_version") {}
+
+  bool changed() override {
+    StatementScope scope(pragma_);
+    if (!pragma_.step("reading PRAGMA data_version")) return false;
+    const std::int64_t now = pragma_.column_int(0);
+    const bool changed = last_ && *last_ != now;
+    last_ = now;
+    return changed;
+  }
+
+ private:
+  Database db_;
+  Statement pragma_;
+  std::optional<std::int64_t> last_;
+};
+
 class SqliteStorage final : public Storage {
  public:
   SqliteStorage(const std::filesystem::path& path, const StoreOptions& options)
-      : path_(path.string()) {
+      : path_(path.string()), options_(options) {
     if (options.read_only) {
       Database probe(path, SQLITE_OPEN_READONLY);
       prepare_schema(probe, options);
@@ -25,12 +47,13 @@ class SqliteStorage final : public Storage {
   }
 
   std::vector<AppendResult> append(std::span<const AppendView> appends,
-                                   std::vector<RecordedEvent>* committed) override {
+                                   std::vector<RecordedEvent>* committed,
+                                   const AppendHook* hook) override {
     if (!writer_) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot append to '" + path_ +
                                                             "': the store was opened read-only");
     }
-    return writer_->write(appends, committed);
+    return writer_->write(appends, committed, hook);
   }
 
   void read_page(const PageQuery& query, std::size_t limit,
@@ -103,8 +126,13 @@ class SqliteStorage final : public Storage {
     tx.commit();
   }
 
+  std::unique_ptr<LogWatcher> watch() override {
+    return std::make_unique<DataVersionWatcher>(path_, options_);
+  }
+
  private:
   std::string path_;
+  StoreOptions options_;
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<ReaderPool> readers_;
 };

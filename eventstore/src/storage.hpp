@@ -23,6 +23,9 @@ struct AppendView {
   std::span<const EventData> events;
 };
 
+// Called inside the append transaction (EventStore::on_appending).
+using AppendHook = std::function<void(AppendTransaction&)>;
+
 // What a page read selects.
 struct PageQuery {
   enum class Kind { all, stream_forward, stream_backward, category };
@@ -37,8 +40,10 @@ class Storage {
 
   // Commits `appends` atomically with the semantics of EventStore::append_multi (arguments
   // are validated already). Fills `committed` (when not null) with the events written.
+  // Runs `hook` (when not null) inside the transaction after each stream append that writes.
   virtual std::vector<AppendResult> append(std::span<const AppendView> appends,
-                                           std::vector<RecordedEvent>* committed) = 0;
+                                           std::vector<RecordedEvent>* committed,
+                                           const AppendHook* hook) = 0;
   // Replaces `page` with up to `limit` events matching `query`, in its order.
   virtual void read_page(const PageQuery& query, std::size_t limit,
                          std::vector<RecordedEvent>& page) = 0;
@@ -50,6 +55,8 @@ class Storage {
   // One write transaction serialised with appends / one read transaction (sql.hpp).
   virtual void write_sql(const std::function<void(Sql&)>& fn) = 0;
   virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;
+  // A PRAGMA data_version watcher on a connection of its own.
+  virtual std::unique_ptr<LogWatcher> watch() = 0;
 };
 
 // Opens the SQLite backend on `path` (creating or checking the schema).

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <string>
 
+#include "rows.hpp"
 #include "schema.hpp"
 
 namespace factum::detail {
@@ -65,6 +67,10 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
                 "SELECT event_id, position FROM events WHERE stream_key = ?1 "
                 "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
       tail_(db_, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      log_range_(db_, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = "
+                                    "e.stream_key WHERE e.position >= ?1 AND e.position < ?2 "
+                                    "ORDER BY e.position LIMIT ?3")
+                          .c_str()),
       insert_event_(db_,
                     "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
                     "schema_version, payload, correlation_id, causation_id, compensates, actor, "
@@ -79,10 +85,12 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
 std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
-                                        std::vector<RecordedEvent>* committed) {
+                                        std::vector<RecordedEvent>* committed,
+                                        const AppendHook* hook) {
   Pending self;
   self.appends = appends;
   self.committed = committed;
+  self.hook = hook;
   enqueue(self);
   return std::move(self.results);
 }
@@ -198,10 +206,56 @@ void Writer::rollback() noexcept {
   if (db_.in_transaction()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
+// The AppendTransaction an on_appending slot sees: the writer's connection, mid-transaction.
+class Writer::HookTransaction final : public AppendTransaction {
+ public:
+  HookTransaction(Writer& writer, std::span<const RecordedEvent> events)
+      : writer_(writer), events_(events), sql_(writer.cache_) {}
+  std::span<const RecordedEvent> events() const override { return events_; }
+  Sql& sql() override { return sql_; }
+  std::vector<RecordedEvent> read_log(Position from, std::size_t limit) override {
+    return writer_.read_log(from, events_.front().position, limit);
+  }
+
+ private:
+  Writer& writer_;
+  std::span<const RecordedEvent> events_;
+  SqlHandle sql_;
+};
+
 void Writer::apply(Pending& p, Tail& tail, std::int64_t now) {
   p.results.clear();
   p.results.reserve(p.appends.size());
-  for (const AppendView& a : p.appends) p.results.push_back(apply_one(a, tail, now, p.committed));
+  if (p.hook == nullptr) {
+    for (const AppendView& a : p.appends) p.results.push_back(apply_one(a, tail, now, p.committed));
+    return;
+  }
+  for (const AppendView& a : p.appends) {
+    std::vector<RecordedEvent> events;
+    p.results.push_back(apply_one(a, tail, now, &events));
+    run_hook(p, events);
+  }
+}
+
+void Writer::run_hook(Pending& p, std::vector<RecordedEvent>& events) {
+  if (events.empty()) return;  // a retry: nothing written
+  HookTransaction tx(*this, events);
+  (*p.hook)(tx);
+  if (p.committed != nullptr) {
+    std::move(events.begin(), events.end(), std::back_inserter(*p.committed));
+  }
+}
+
+std::vector<RecordedEvent> Writer::read_log(Position from, Position before, std::size_t limit) {
+  std::vector<RecordedEvent> out;
+  if (from >= before || limit == 0) return out;
+  StatementScope scope(log_range_);
+  log_range_.bind(1, static_cast<std::int64_t>(from));
+  log_range_.bind(2, static_cast<std::int64_t>(before));
+  log_range_.bind(3, static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
+  while (log_range_.step("reading the log inside an append"))
+    read_row(log_range_, out.emplace_back());
+  return out;
 }
 
 AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now,

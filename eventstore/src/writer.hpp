@@ -32,8 +32,10 @@ class Writer {
   // Commits `appends` atomically, grouped with concurrent calls. Fills `committed` (when not
   // null) with the events written. Throws what the append would: ConcurrencyError,
   // DuplicateEventError, InvalidArgument, StorageError.
+  // Runs `hook` (when not null) inside the transaction after each stream append that writes;
+  // a hook that throws fails that append.
   std::vector<AppendResult> write(std::span<const AppendView> appends,
-                                  std::vector<RecordedEvent>* committed);
+                                  std::vector<RecordedEvent>* committed, const AppendHook* hook);
 
   // Runs `fn` alone in one write transaction, in turn with the appends. Rethrows what fn
   // throws (after rolling back) or a StorageError.
@@ -44,6 +46,7 @@ class Writer {
     std::span<const AppendView> appends;
     std::vector<RecordedEvent>* committed = nullptr;
     const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
+    const AppendHook* hook = nullptr;
     std::vector<AppendResult> results;
     std::exception_ptr error;
     bool done = false;
@@ -57,7 +60,10 @@ class Writer {
   void enqueue(Pending& self);
   void commit_group(std::span<Pending* const> group) noexcept;
   void run_custom(Pending& p) noexcept;
+  class HookTransaction;
   void apply(Pending& p, Tail& tail, std::int64_t now);
+  void run_hook(Pending& p, std::vector<RecordedEvent>& events);
+  std::vector<RecordedEvent> read_log(Position from, Position before, std::size_t limit);
   AppendResult apply_one(const AppendView& a, Tail& tail, std::int64_t now,
                          std::vector<RecordedEvent>* committed);
   Tail read_tail();
@@ -79,6 +85,7 @@ class Writer {
   Statement by_id_;
   Statement ids_from_;
   Statement tail_;
+  Statement log_range_;
   Statement insert_event_;
   // Transaction control, prepared once (sqlite3_exec would parse it on every commit).
   Statement begin_;

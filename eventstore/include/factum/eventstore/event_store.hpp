@@ -88,10 +88,41 @@ struct VerifyResult {
   explicit operator bool() const noexcept { return ok(); }
 };
 
+// What an on_appending slot sees: one append's events inside its still-open transaction.
+// Valid only during the slot call.
+class AppendTransaction {
+ public:
+  // The events this append is writing, in position order (committed only if the slot returns).
+  virtual std::span<const RecordedEvent> events() const = 0;
+  // The store's file inside the append's transaction: what the slot writes commits or rolls
+  // back together with the events.
+  virtual Sql& sql() = 0;
+  // Up to `limit` events of the log with from <= position < events().front().position, in
+  // position order, read inside this transaction (for a slot that must catch up first).
+  // Throws CorruptEventError for a malformed row, StorageError.
+  virtual std::vector<RecordedEvent> read_log(Position from, std::size_t limit) = 0;
+
+ protected:
+  ~AppendTransaction() = default;
+};
+
+// Notices commits made to the store's file by any connection, in this process or another,
+// through SQLite's PRAGMA data_version on a connection of its own.
+// Thread-safety: one watcher is used by one thread at a time.
+class LogWatcher {
+ public:
+  virtual ~LogWatcher() = default;
+  // True when a commit has happened since the previous call (the first call answers false).
+  // Cheap: no file read when nothing changed. Throws StorageError.
+  virtual bool changed() = 0;
+};
+
 class EventStore {
  public:
   // Signal fired after each commit with the events it committed (in position order).
   using AppendedSignal = boost::signals2::signal<void(const std::vector<RecordedEvent>&)>;
+  // Signal fired inside each append's transaction, before the commit (see on_appending).
+  using AppendingSignal = boost::signals2::signal<void(AppendTransaction&)>;
 
   // Opens (and, unless options say otherwise, creates) the store file at `path`, in WAL mode.
   // Throws StorageError: kind not_a_store when the file is not a factum store (nothing is
@@ -180,6 +211,18 @@ class EventStore {
   // order; each event carries its position. An exception thrown by a slot propagates out of
   // the append that fired it, whose events are committed all the same.
   AppendedSignal& on_appended();
+
+  // Slots run inside each append's write transaction, once per stream append that writes
+  // events (a recognised retry writes none), on the thread committing it, with the store's
+  // write lock held: what they write through AppendTransaction::sql() commits atomically with
+  // the events (inline projections). A slot that throws fails that append (nothing of it is
+  // written; the exception reaches its caller). Slots must be quick, must not call the
+  // store's append or write_sql (deadlock), and see the events of their process's appends
+  // only: another process's appends do not run this process's slots.
+  AppendingSignal& on_appending();
+
+  // A watcher with its own connection to the file (see LogWatcher). Throws StorageError.
+  std::unique_ptr<LogWatcher> watch() const;
 
   const std::filesystem::path& path() const noexcept;
   const StoreOptions& options() const noexcept;

@@ -1,0 +1,118 @@
+// factum/projections/subscription.hpp — catch-up subscriptions: the log's history from a
+// checkpoint, in pages, then its new events as they are committed, on a thread of their own.
+//
+//   factum::Subscription sub(store, factum::SubscriptionOptions{
+//       .filter = factum::SubscriptionFilter::category("account"),
+//       .checkpoint = "mailer"},                        // durable: resumes where it stopped
+//       [](const factum::RecordedEvent& e) { send_mail(e); });
+//   ...                                                 // ~Subscription stops it
+//
+// Delivery: events are delivered in position order, each once per run, none skipped, with no
+// seam between history and live events: the subscription always reads the log itself (a
+// notification only wakes it), so there is no live buffer to merge. It holds at most
+// batch_size events at a time however far behind it falls. With a checkpoint, delivery across
+// restarts is at least once: the checkpoint is saved after each batch, so a crash between a
+// handler call and the save delivers that batch again (use RecordedEvent::position or id as an
+// idempotency key). Wake-ups: this process's commits through on_appended at once; other
+// processes' commits by polling PRAGMA data_version every poll_interval.
+//
+// A handler that throws stops the subscription: state() becomes failed, error() holds the
+// exception, on_error is called, and the failing event is not checkpointed.
+//
+// Thread-safety: the handler runs on the subscription's thread, one call at a time. The other
+// members may be called from any thread; stop() and the destructor may also be called from
+// inside the handler (the thread then ends after the handler returns). The EventStore must
+// outlive the subscription.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_store.hpp"
+
+namespace factum {
+
+// Which events a subscription delivers.
+struct SubscriptionFilter {
+  enum class Kind { all, category, stream };
+  Kind kind = Kind::all;
+  std::string key;                 // the category or the stream id
+  std::vector<std::string> types;  // only these event types (empty: every type)
+  std::uint32_t partitions = 1;    // consumer groups: deliver only streams whose
+  std::uint32_t partition = 0;     // stable_hash(stream id) % partitions == partition
+
+  static SubscriptionFilter all() { return {}; }
+  static SubscriptionFilter category(std::string category);
+  static SubscriptionFilter stream(std::string stream);
+  // Also restricts to these event types.
+  SubscriptionFilter with_types(std::vector<std::string> event_types) &&;
+  // True when `e` passes the type and partition parts of the filter (the kind is the read).
+  bool matches(const RecordedEvent& e) const;
+};
+
+// FNV-1a 64 of the bytes of `s`: the same on every machine and in every version of factum.
+std::uint64_t stable_hash(std::string_view s) noexcept;
+
+struct SubscriptionOptions {
+  SubscriptionFilter filter;
+  // Deliver events with position > from. Ignored when `checkpoint` names a saved checkpoint.
+  Position from = 0;
+  // When not empty: the durable checkpoint (CheckpointStore) loaded at start and saved after
+  // each delivered batch.
+  std::string checkpoint;
+  // The most events read, held and handled per batch.
+  std::size_t batch_size = 256;
+  // How often to look for other processes' commits (PRAGMA data_version); 0 disables polling.
+  std::chrono::milliseconds poll_interval{100};
+  // Called on the subscription's thread when the handler (or a read) throws.
+  std::function<void(std::exception_ptr)> on_error;
+};
+
+class Subscription {
+ public:
+  enum class State { catching_up, live, stopped, failed };
+  using Handler = std::function<void(const RecordedEvent&)>;
+  using BatchHandler = std::function<void(std::span<const RecordedEvent>)>;
+
+  // Starts at once. Throws InvalidArgument (empty handler, batch_size 0, bad filter),
+  // StorageError (loading the checkpoint, opening the watcher).
+  Subscription(EventStore& store, SubscriptionOptions options, Handler handler);
+  // A batch at a time: `handler` gets up to batch_size events in position order.
+  static Subscription batched(EventStore& store, SubscriptionOptions options, BatchHandler handler);
+
+  Subscription(Subscription&&) noexcept;
+  Subscription& operator=(Subscription&&) noexcept;
+  ~Subscription();  // stop()
+
+  // Stops after the batch in progress and joins the thread (unless called on it).
+  void stop() noexcept;
+
+  State state() const noexcept;
+  // The last position handled (events the filter skipped included); the next batch starts
+  // after it.
+  Position position() const noexcept;
+  // The exception that stopped it, if any.
+  std::exception_ptr error() const noexcept;
+  // The most events held at once so far (bounded by batch_size).
+  std::size_t max_held() const noexcept;
+  // Waits until position() >= p, or the subscription stopped, or `timeout` passed; returns
+  // position() >= p.
+  bool wait_for(Position p, std::chrono::milliseconds timeout) const;
+
+  struct Shared;
+
+ private:
+  explicit Subscription(std::shared_ptr<Shared> shared);
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace factum

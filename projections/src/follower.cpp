@@ -1,0 +1,136 @@
+#include "follower.hpp"
+
+#include "factum/eventstore/errors.hpp"
+
+namespace factum::detail {
+namespace {
+
+// A filtered read stops after this many non-matching events per call, so that a rare type
+// still moves the position forward in bounded time.
+constexpr std::size_t kScanFactor = 8;
+
+void check(const SubscriptionFilter& f) {
+  if (f.kind != SubscriptionFilter::Kind::all && f.key.empty()) {
+    throw InvalidArgument("factum: a category or stream subscription needs a name");
+  }
+  if (f.partitions == 0 || f.partition >= f.partitions) {
+    throw InvalidArgument("factum: subscription partition " + std::to_string(f.partition) +
+                          " is not below the partition count " + std::to_string(f.partitions));
+  }
+}
+
+}  // namespace
+
+LogFollower::LogFollower(const EventStore& store, SubscriptionFilter filter, Position after)
+    : store_(store), filter_(std::move(filter)), position_(after) {
+  check(filter_);
+}
+
+void LogFollower::restart(Position after) {
+  it_.reset();
+  range_.reset();
+  position_ = after;
+  next_version_ = 1;
+}
+
+EventRange LogFollower::open_range() const {
+  switch (filter_.kind) {
+    case SubscriptionFilter::Kind::category:
+      return store_.read_category(filter_.key, position_ + 1);
+    case SubscriptionFilter::Kind::stream:
+      return store_.read_stream(filter_.key, next_version_);
+    case SubscriptionFilter::Kind::all:
+      break;
+  }
+  return store_.read_all(position_ + 1);
+}
+
+bool LogFollower::next(std::vector<RecordedEvent>& batch, std::size_t limit) {
+  if (!range_) {
+    range_.emplace(open_range());
+    it_.emplace(range_->begin());
+  }
+  std::size_t scanned = 0;
+  auto& it = *it_;
+  while (batch.size() < limit && scanned < limit * kScanFactor) {
+    if (it == std::default_sentinel) {
+      it_.reset();
+      range_.reset();
+      return true;
+    }
+    const RecordedEvent& e = *it;
+    ++scanned;
+    if (filter_.kind == SubscriptionFilter::Kind::stream) next_version_ = e.stream_version + 1;
+    if (e.position > position_) {
+      if (filter_.matches(e)) batch.push_back(e);
+      position_ = e.position;
+    }
+    ++it;
+  }
+  return false;
+}
+
+Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
+    : flag_(std::make_shared<Flag>()), poll_(poll) {
+  if (poll_.count() > 0) watcher_ = store.watch();
+  connection_ = store.on_appended().connect([flag = flag_](const std::vector<RecordedEvent>&) {
+    {
+      std::lock_guard lock(flag->mu);
+      flag->pending = true;
+    }
+    flag->cv.notify_all();
+  });
+}
+
+Wakeup::~Wakeup() = default;
+
+void Wakeup::arm() {
+  std::lock_guard lock(flag_->mu);
+  flag_->pending = false;
+}
+
+bool Wakeup::wait() {
+  std::unique_lock lock(flag_->mu);
+  for (;;) {
+    auto ready = [&] { return flag_->pending || flag_->stopped; };
+    if (!watcher_) {
+      flag_->cv.wait(lock, ready);
+    } else if (!flag_->cv.wait_for(lock, poll_, ready)) {
+      lock.unlock();
+      const bool changed = watcher_->changed();
+      lock.lock();
+      if (changed) flag_->pending = true;
+    }
+    if (flag_->stopped) return false;
+    if (flag_->pending) return true;
+  }
+}
+
+void Wakeup::notify() {
+  {
+    std::lock_guard lock(flag_->mu);
+    flag_->pending = true;
+  }
+  flag_->cv.notify_all();
+}
+
+void Wakeup::stop() {
+  {
+    std::lock_guard lock(flag_->mu);
+    flag_->stopped = true;
+  }
+  flag_->cv.notify_all();
+}
+
+void Wakeup::resume() {
+  std::lock_guard lock(flag_->mu);
+  flag_->stopped = false;
+  flag_->pending = true;
+}
+
+bool Wakeup::stopped() const {
+  std::lock_guard lock(flag_->mu);
+  return flag_->stopped;
+}
+
+}  // namespace factum::detail

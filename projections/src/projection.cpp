@@ -1,0 +1,62 @@
+#include "factum/projections/projection.hpp"
+
+#include "factum/eventstore/errors.hpp"
+#include "factum/projections/projection_engine.hpp"
+
+namespace factum {
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || s.size() > 100) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(s.front())) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return s.find("__g") == std::string_view::npos;
+}
+
+}  // namespace
+
+std::string IdempotencyKey::to_string() const {
+  return std::to_string(position) + ":" + id.to_string();
+}
+
+ProjectionContext::ProjectionContext(Sql* sql, std::string projection, std::uint64_t generation)
+    : sql_(sql), projection_(std::move(projection)), generation_(generation) {}
+
+Sql& ProjectionContext::sql() {
+  if (sql_ == nullptr) {
+    throw InvalidArgument("factum: projection '" + projection_ +
+                          "' has an external target: it has no SQL transaction");
+  }
+  return *sql_;
+}
+
+std::string ProjectionContext::table(std::string_view logical) {
+  if (!is_identifier(logical)) {
+    throw InvalidArgument("factum: projection '" + projection_ + "': table name '" +
+                          std::string(logical) +
+                          "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, without '__g')");
+  }
+  tables_.emplace(logical);
+  return std::string(logical) + "__g" + std::to_string(generation_);
+}
+
+std::string_view to_string(ProjectionState state) noexcept {
+  switch (state) {
+    case ProjectionState::catching_up:
+      return "catching_up";
+    case ProjectionState::running:
+      return "running";
+    case ProjectionState::rebuilding:
+      return "rebuilding";
+    case ProjectionState::stopped:
+      return "stopped";
+    case ProjectionState::failed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+}  // namespace factum

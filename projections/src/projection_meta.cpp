@@ -1,0 +1,158 @@
+#include "projection_meta.hpp"
+
+#include <chrono>
+
+#include "factum/projections/checkpoint_store.hpp"
+
+namespace factum::detail {
+namespace {
+
+std::int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string physical(const std::string& logical, std::uint64_t generation) {
+  return logical + "__g" + std::to_string(generation);
+}
+
+std::vector<std::string> tables_of(Sql& sql, const std::string& projection,
+                                   std::uint64_t generation) {
+  std::vector<std::string> out;
+  sql.query(
+      "SELECT logical FROM factum_projection_tables WHERE projection = ?1 AND generation = ?2 "
+      "ORDER BY logical",
+      {projection, static_cast<std::int64_t>(generation)},
+      [&](const SqlRow& row) { out.push_back(row.text(0)); });
+  return out;
+}
+
+SqlValue text_or_null(const std::optional<std::string>& s) {
+  return s ? SqlValue(*s) : SqlValue(nullptr);
+}
+
+}  // namespace
+
+void create_meta_tables(Sql& sql) {
+  CheckpointStore::create_table(sql);
+  sql.execute(
+      "CREATE TABLE IF NOT EXISTS factum_projections ("
+      "name TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL, generation INTEGER NOT NULL, "
+      "mode TEXT NOT NULL, state TEXT NOT NULL, rebuild_version INTEGER NOT NULL DEFAULT 0, "
+      "rebuild_generation INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0, "
+      "error_position INTEGER, error_type TEXT, error_message TEXT, "
+      "updated_at INTEGER NOT NULL) WITHOUT ROWID");
+  sql.execute(
+      "CREATE TABLE IF NOT EXISTS factum_projection_tables ("
+      "projection TEXT NOT NULL, generation INTEGER NOT NULL, logical TEXT NOT NULL, "
+      "PRIMARY KEY (projection, generation, logical)) WITHOUT ROWID");
+}
+
+bool meta_tables_exist(Sql& sql) {
+  return sql
+      .query_integer(
+          "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'factum_projections'")
+      .has_value();
+}
+
+namespace {
+
+ProjectionRow read_row(const SqlRow& r) {
+  ProjectionRow row;
+  row.name = r.text(0);
+  row.version = static_cast<std::uint32_t>(r.integer(1));
+  row.generation = static_cast<std::uint64_t>(r.integer(2));
+  row.mode = r.text(3);
+  row.state = r.text(4);
+  row.rebuild_version = static_cast<std::uint32_t>(r.integer(5));
+  row.rebuild_generation = static_cast<std::uint64_t>(r.integer(6));
+  row.skipped = static_cast<std::uint64_t>(r.integer(7));
+  if (!r.is_null(8)) {
+    row.error = ProjectionFailure{static_cast<Position>(r.integer(8)),
+                                  r.is_null(9) ? std::string() : r.text(9),
+                                  r.is_null(10) ? std::string() : r.text(10)};
+  }
+  return row;
+}
+
+constexpr const char* kSelectRows =
+    "SELECT name, version, generation, mode, state, rebuild_version, rebuild_generation, "
+    "skipped, error_position, error_type, error_message FROM factum_projections";
+
+}  // namespace
+
+std::optional<ProjectionRow> load_row(Sql& sql, const std::string& name) {
+  std::optional<ProjectionRow> out;
+  if (!meta_tables_exist(sql)) return out;
+  sql.query(std::string(kSelectRows) + " WHERE name = ?1", {name},
+            [&](const SqlRow& r) { out = read_row(r); });
+  return out;
+}
+
+std::vector<ProjectionRow> load_rows(Sql& sql) {
+  std::vector<ProjectionRow> out;
+  if (!meta_tables_exist(sql)) return out;
+  sql.query(std::string(kSelectRows) + " ORDER BY name", {},
+            [&](const SqlRow& r) { out.push_back(read_row(r)); });
+  return out;
+}
+
+void save_row(Sql& sql, const ProjectionRow& row) {
+  const std::optional<ProjectionFailure>& e = row.error;
+  const std::vector<SqlValue> params{
+      row.name,
+      static_cast<std::int64_t>(row.version),
+      static_cast<std::int64_t>(row.generation),
+      row.mode,
+      row.state,
+      static_cast<std::int64_t>(row.rebuild_version),
+      static_cast<std::int64_t>(row.rebuild_generation),
+      static_cast<std::int64_t>(row.skipped),
+      e ? SqlValue(static_cast<std::int64_t>(e->position)) : SqlValue(nullptr),
+      text_or_null(e ? std::optional<std::string>(e->event_type) : std::nullopt),
+      text_or_null(e ? std::optional<std::string>(e->message) : std::nullopt),
+      now_us()};
+  sql.execute(
+      "INSERT OR REPLACE INTO factum_projections (name, version, generation, mode, state, "
+      "rebuild_version, rebuild_generation, skipped, error_position, error_type, error_message, "
+      "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+      params);
+}
+
+void register_tables(Sql& sql, const std::string& projection, std::uint64_t generation,
+                     const std::set<std::string>& tables) {
+  for (const std::string& logical : tables) {
+    sql.execute(
+        "INSERT OR IGNORE INTO factum_projection_tables (projection, generation, logical) "
+        "VALUES (?1, ?2, ?3)",
+        {projection, static_cast<std::int64_t>(generation), logical});
+  }
+}
+
+void serve_generation(Sql& sql, const std::string& projection, std::uint64_t generation,
+                      std::uint64_t previous) {
+  if (previous != 0) {
+    for (const std::string& logical : tables_of(sql, projection, previous)) {
+      sql.execute("DROP VIEW IF EXISTS \"" + logical + "\"");
+    }
+  }
+  for (const std::string& logical : tables_of(sql, projection, generation)) {
+    sql.execute("DROP VIEW IF EXISTS \"" + logical + "\"");
+    sql.execute("CREATE VIEW \"" + logical + "\" AS SELECT * FROM \"" +
+                physical(logical, generation) + "\"");
+  }
+}
+
+void drop_generation(Sql& sql, const std::string& projection, std::uint64_t generation) {
+  for (const std::string& logical : tables_of(sql, projection, generation)) {
+    sql.execute("DROP TABLE IF EXISTS \"" + physical(logical, generation) + "\"");
+  }
+  sql.execute("DELETE FROM factum_projection_tables WHERE projection = ?1 AND generation = ?2",
+              {projection, static_cast<std::int64_t>(generation)});
+}
+
+std::string rebuild_checkpoint_name(const std::string& projection) {
+  return projection + "#rebuild";
+}
+
+}  // namespace factum::detail

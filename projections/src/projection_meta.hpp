@@ -1,0 +1,49 @@
+// What the file records about projections: one row per projection in factum_projections, the
+// tables of each generation in factum_projection_tables, and the views that serve the current
+// generation under the tables' logical names. Every function runs inside the caller's
+// transaction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "factum/eventstore/sql.hpp"
+#include "factum/projections/projection_engine.hpp"
+
+namespace factum::detail {
+
+struct ProjectionRow {
+  std::string name;
+  std::uint32_t version = 0;
+  std::uint64_t generation = 0;
+  std::string mode = "async";
+  std::string state = "stopped";
+  std::uint32_t rebuild_version = 0;     // 0: no rebuild in progress
+  std::uint64_t rebuild_generation = 0;  // the generation being built
+  std::uint64_t skipped = 0;
+  std::optional<ProjectionFailure> error;
+};
+
+void create_meta_tables(Sql& sql);
+bool meta_tables_exist(Sql& sql);
+std::optional<ProjectionRow> load_row(Sql& sql, const std::string& name);
+std::vector<ProjectionRow> load_rows(Sql& sql);
+void save_row(Sql& sql, const ProjectionRow& row);
+
+// Records the tables a generation's reset() named.
+void register_tables(Sql& sql, const std::string& projection, std::uint64_t generation,
+                     const std::set<std::string>& tables);
+// Points each logical name of `generation` at its physical table (CREATE VIEW), dropping the
+// views of names the generation no longer has.
+void serve_generation(Sql& sql, const std::string& projection, std::uint64_t generation,
+                      std::uint64_t previous);
+// Drops the physical tables of `generation` and forgets them.
+void drop_generation(Sql& sql, const std::string& projection, std::uint64_t generation);
+
+// The checkpoint name of a projection's rebuild.
+std::string rebuild_checkpoint_name(const std::string& projection);
+
+}  // namespace factum::detail

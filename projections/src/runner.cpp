@@ -1,0 +1,541 @@
+#include "runner.hpp"
+
+#include <algorithm>
+
+#include "factum/eventstore/errors.hpp"
+#include "factum/projections/checkpoint_store.hpp"
+
+namespace factum {
+namespace {
+
+void check_name(const std::string& name) {
+  const bool ok =
+      !name.empty() && name.size() <= 100 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.';
+      });
+  if (!ok) {
+    throw InvalidArgument("factum: projection name '" + name +
+                          "' must be 1-100 letters, digits, '_', '-' or '.'");
+  }
+}
+
+std::string_view mode_name(ProjectionMode mode) {
+  return mode == ProjectionMode::inline_append ? "inline" : "async";
+}
+
+SubscriptionFilter filter_for(const std::vector<std::string>& types) {
+  return SubscriptionFilter::all().with_types(types);
+}
+
+std::string describe(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+}  // namespace
+
+ProjectionEngine::Runner::Runner(EventStore& store, std::shared_ptr<Projection> projection,
+                                 ProjectionOptions options, const EngineOptions& engine_options)
+    : store_(store),
+      projection_(std::move(projection)),
+      options_(options),
+      engine_options_(engine_options),
+      name_(projection_->name()),
+      version_(projection_->version()),
+      types_(projection_->event_types()),
+      follower_(store, filter_for(types_), 0),
+      rebuild_follower_(store, filter_for(types_), 0) {
+  check_name(name_);
+  if (options_.batch_size == 0) {
+    throw InvalidArgument("factum: projection '" + name_ + "': batch_size is 0");
+  }
+  if (options_.mode == ProjectionMode::inline_append &&
+      options_.target == ProjectionTarget::external) {
+    throw InvalidArgument("factum: projection '" + name_ +
+                          "': inline mode needs a read model in the store (external target)");
+  }
+}
+
+ProjectionEngine::Runner::~Runner() { stop(); }
+
+bool ProjectionEngine::Runner::wants(const RecordedEvent& e) const {
+  return types_.empty() || std::find(types_.begin(), types_.end(), e.type) != types_.end();
+}
+
+// --- Starting ----------------------------------------------------------------------------
+
+void ProjectionEngine::Runner::start() {
+  setup();
+  wakeup_ = std::make_unique<detail::Wakeup>(store_, options_.poll_interval);
+  thread_ = std::thread([this] { run(); });
+}
+
+void ProjectionEngine::Runner::setup() {
+  const bool external = options_.target == ProjectionTarget::external;
+  store_.write_sql([&](Sql& sql) {
+    detail::create_meta_tables(sql);
+    std::optional<detail::ProjectionRow> row = detail::load_row(sql, name_);
+    if (!row) {
+      row.emplace();
+      row->name = name_;
+      row->version = version_;
+      row->generation = 1;
+      ProjectionContext ctx(external ? nullptr : &sql, name_, 1);
+      projection_->reset(ctx);
+      if (!external) {
+        detail::register_tables(sql, name_, 1, ctx.tables_named());
+        detail::serve_generation(sql, name_, 1, 0);
+      }
+      CheckpointStore::save(sql, name_, 0);
+    } else if (row->version != version_ && external) {
+      row->generation += 1;
+      row->version = version_;
+      ProjectionContext ctx(nullptr, name_, row->generation);
+      projection_->reset(ctx);
+      CheckpointStore::save(sql, name_, 0);
+    } else if (row->rebuild_version != 0 && row->rebuild_version == version_) {
+      rebuilding_ = true;  // resume the rebuild this version started
+    } else if (row->version != version_) {
+      begin_rebuild(sql, *row);
+    } else if (row->rebuild_version != 0) {
+      // A rebuild for another version was left behind: this code serves the old generation.
+      detail::drop_generation(sql, name_, row->rebuild_generation);
+      CheckpointStore::remove(sql, detail::rebuild_checkpoint_name(name_));
+      row->rebuild_version = 0;
+      row->rebuild_generation = 0;
+    }
+    row->mode = std::string(mode_name(options_.mode));
+    row->state = rebuilding_ ? "rebuilding" : "catching_up";
+    detail::save_row(sql, *row);
+    std::lock_guard lock(mu_);
+    row_ = *row;
+    serving_current_ = row->version == version_;
+    state_ = rebuilding_ ? ProjectionState::rebuilding : ProjectionState::catching_up;
+  });
+  follower_.restart(CheckpointStore(store_).load(name_));
+  if (rebuilding_) {
+    rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
+    rebuild_start_position_ = CheckpointStore(store_).load(detail::rebuild_checkpoint_name(name_));
+  }
+}
+
+// Creates the next generation's empty tables and a rebuild checkpoint at 0.
+void ProjectionEngine::Runner::begin_rebuild(Sql& sql, detail::ProjectionRow& row) {
+  if (row.rebuild_generation != 0) detail::drop_generation(sql, name_, row.rebuild_generation);
+  const std::uint64_t generation = std::max(row.generation, row.rebuild_generation) + 1;
+  ProjectionContext ctx(&sql, name_, generation);
+  projection_->reset(ctx);
+  detail::register_tables(sql, name_, generation, ctx.tables_named());
+  row.rebuild_version = version_;
+  row.rebuild_generation = generation;
+  CheckpointStore::save(sql, detail::rebuild_checkpoint_name(name_), 0);
+  rebuilding_ = true;
+  rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
+  rebuild_start_position_ = 0;
+}
+
+// --- The thread ----------------------------------------------------------------------------
+
+void ProjectionEngine::Runner::run() noexcept {
+  bool more = true;
+  while (more) {
+    try {
+      wakeup_->arm();
+      bool caught_up = false;
+      while (!caught_up && !wakeup_->stopped()) caught_up = step();
+      more = wakeup_->wait();
+    } catch (...) {
+      // Not an apply failure (those are handled by policy): the file could not be read or
+      // written. Recorded, then the projection waits for restart().
+      const std::string message = describe(std::current_exception());
+      {
+        std::lock_guard lock(mu_);
+        row_.error = ProjectionFailure{follower_.position() + 1, "", message};
+        row_.state = "failed";
+        state_ = ProjectionState::failed;
+      }
+      failed_ = true;
+      changed_.notify_all();
+      try {
+        save_state();
+      } catch (...) {
+        // The file is unusable; the in-memory state reports the failure.
+      }
+      more = wakeup_->wait();
+    }
+  }
+  active_ = false;
+  try {
+    std::lock_guard lock(mu_);
+    if (!failed_) {
+      state_ = ProjectionState::stopped;
+      row_.state = "stopped";
+    }
+  } catch (...) {
+  }
+  changed_.notify_all();
+}
+
+bool ProjectionEngine::Runner::step() {
+  bool requested = false;
+  {
+    std::lock_guard lock(mu_);
+    std::swap(requested, rebuild_requested_);
+  }
+  if (requested) {
+    if (options_.target == ProjectionTarget::external) {
+      store_.write_sql([&](Sql& sql) {
+        std::lock_guard lock(mu_);
+        row_.generation += 1;
+        ProjectionContext ctx(nullptr, name_, row_.generation);
+        projection_->reset(ctx);
+        CheckpointStore::save(sql, name_, 0);
+        detail::save_row(sql, row_);
+      });
+      follower_.restart(0);
+    } else {
+      store_.write_sql([&](Sql& sql) {
+        std::lock_guard lock(mu_);
+        begin_rebuild(sql, row_);
+        row_.state = "rebuilding";
+        state_ = ProjectionState::rebuilding;
+        detail::save_row(sql, row_);
+      });
+      rebuild_follower_.restart(0);
+    }
+  }
+  if (failed_) return true;
+  if (options_.target == ProjectionTarget::external) return external_batch();
+  bool serving;
+  {
+    std::lock_guard lock(mu_);
+    serving = serving_current_;
+  }
+  bool caught_up = true;
+  if (serving) caught_up = store_batch({name_, &follower_, false});
+  if (rebuilding_ && !failed_) {
+    caught_up = store_batch({detail::rebuild_checkpoint_name(name_), &rebuild_follower_, true}) &&
+                caught_up;
+  }
+  if (!failed_) {
+    set_state(rebuilding_ ? ProjectionState::rebuilding
+              : caught_up ? ProjectionState::running
+                          : ProjectionState::catching_up);
+  }
+  return caught_up;
+}
+
+// --- Batches ---------------------------------------------------------------------------------
+
+// One transaction: the checkpoint read inside the write lock, the next batch applied, the
+// checkpoint saved. A throwing apply sends the batch again through apply_careful. Returns true
+// when the target reached the head.
+bool ProjectionEngine::Runner::store_batch(const Target& target) {
+  bool caught_up = false;
+  bool swapped = false;
+  Position end = 0;
+  auto body = [&](Sql& sql, bool careful) {
+    const Position saved = CheckpointStore::load(sql, target.checkpoint);
+    if (saved != target.follower->position()) target.follower->restart(saved);
+    batch_.clear();
+    const bool at_end = target.follower->next(batch_, options_.batch_size);
+    std::uint64_t generation;
+    {
+      std::lock_guard lock(mu_);
+      generation = target.rebuild ? row_.rebuild_generation : row_.generation;
+    }
+    ProjectionContext ctx(&sql, name_, generation);
+    end = target.follower->position();
+    if (careful) {
+      end = apply_careful(&sql, ctx, batch_, end);
+      std::lock_guard lock(mu_);
+      detail::save_row(sql, row_);
+    } else {
+      apply_fast(ctx, batch_);
+    }
+    if (end != saved) CheckpointStore::save(sql, target.checkpoint, end);
+    if (failed_) return;
+    // Reaching the end of a range is not enough: check the head inside the write lock.
+    caught_up = at_end && end >= store_.head_position();
+    if (caught_up && target.rebuild) {
+      swap_in(sql, end);
+      swapped = true;
+    } else if (caught_up && options_.mode == ProjectionMode::inline_append) {
+      active_ = true;  // from the next append on, the hook applies it
+    }
+  };
+  try {
+    store_.write_sql([&](Sql& sql) { body(sql, false); });
+  } catch (...) {
+    swapped = false;
+    target.follower->restart(0);  // reloaded from the checkpoint by body
+    store_.write_sql([&](Sql& sql) { body(sql, true); });
+  }
+  if (swapped) {
+    {
+      std::lock_guard lock(mu_);
+      serving_current_ = true;
+    }
+    rebuilding_ = false;
+    follower_.restart(end);
+    if (options_.mode == ProjectionMode::inline_append) active_ = true;
+    report_progress(true);
+  } else if (target.rebuild) {
+    report_progress(false);
+  }
+  changed_.notify_all();
+  return caught_up || failed_;
+}
+
+void ProjectionEngine::Runner::apply_fast(ProjectionContext& ctx,
+                                          std::span<const RecordedEvent> events) {
+  for (const RecordedEvent& e : events) {
+    ctx.set_key({e.position, e.id});
+    projection_->apply(e, ctx);
+  }
+}
+
+Position ProjectionEngine::Runner::apply_careful(Sql* sql, ProjectionContext& ctx,
+                                                 std::span<const RecordedEvent> events,
+                                                 Position end) {
+  for (const RecordedEvent& e : events) {
+    if (!apply_one(sql, ctx, e) && options_.on_failure == FailurePolicy::stop) {
+      return e.position - 1;
+    }
+  }
+  return end;
+}
+
+// Applies `e` under a savepoint (store target); on failure rolls its changes back and records
+// it. Returns whether it applied.
+bool ProjectionEngine::Runner::apply_one(Sql* sql, ProjectionContext& ctx, const RecordedEvent& e) {
+  ctx.set_key({e.position, e.id});
+  if (sql != nullptr) sql->execute("SAVEPOINT factum_projection_event");
+  std::string message;
+  try {
+    projection_->apply(e, ctx);
+    if (sql != nullptr) sql->execute("RELEASE factum_projection_event");
+    return true;
+  } catch (...) {
+    message = describe(std::current_exception());
+  }
+  if (sql != nullptr) {
+    sql->execute("ROLLBACK TO factum_projection_event");
+    sql->execute("RELEASE factum_projection_event");
+  }
+  record_failure(e, message);
+  return false;
+}
+
+void ProjectionEngine::Runner::record_failure(const RecordedEvent& e, const std::string& message) {
+  {
+    std::lock_guard lock(mu_);
+    row_.error = ProjectionFailure{e.position, e.type, message};
+    if (options_.on_failure == FailurePolicy::stop) {
+      row_.state = "failed";
+      state_ = ProjectionState::failed;
+      failed_ = true;
+    } else {
+      ++row_.skipped;
+    }
+  }
+  changed_.notify_all();
+}
+
+// External target: the handler runs outside any transaction; the checkpoint (and any failure)
+// is saved after the batch: at least once.
+bool ProjectionEngine::Runner::external_batch() {
+  batch_.clear();
+  const Position before = follower_.position();
+  const bool at_end = follower_.next(batch_, options_.batch_size);
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(mu_);
+    generation = row_.generation;
+  }
+  ProjectionContext ctx(nullptr, name_, generation);
+  const Position end = apply_careful(nullptr, ctx, batch_, follower_.position());
+  if (end != before || failed_) {
+    store_.write_sql([&](Sql& sql) {
+      CheckpointStore::save(sql, name_, end);
+      std::lock_guard lock(mu_);
+      detail::save_row(sql, row_);
+    });
+  }
+  if (failed_) follower_.restart(end);
+  changed_.notify_all();
+  return at_end || failed_;
+}
+
+// Inside the rebuild's last transaction: the new generation becomes the serving one.
+void ProjectionEngine::Runner::swap_in(Sql& sql, Position at) {
+  detail::ProjectionRow next;
+  {
+    std::lock_guard lock(mu_);
+    next = row_;
+  }
+  detail::serve_generation(sql, name_, next.rebuild_generation, next.generation);
+  detail::drop_generation(sql, name_, next.generation);
+  CheckpointStore::save(sql, name_, at);
+  CheckpointStore::remove(sql, detail::rebuild_checkpoint_name(name_));
+  next.version = next.rebuild_version;
+  next.generation = next.rebuild_generation;
+  next.rebuild_version = 0;
+  next.rebuild_generation = 0;
+  next.state = "running";
+  detail::save_row(sql, next);
+  std::lock_guard lock(mu_);
+  row_ = next;
+}
+
+// --- Inline --------------------------------------------------------------------------------
+
+void ProjectionEngine::Runner::on_append(AppendTransaction& tx) {
+  if (!active_ || failed_) return;
+  const std::span<const RecordedEvent> events = tx.events();
+  Sql& sql = tx.sql();
+  const Position saved = CheckpointStore::load(sql, name_);
+  const Position first = events.front().position;
+  const Position last = events.back().position;
+  if (saved >= last) return;
+  if (first - saved - 1 > options_.batch_size) {
+    wakeup_->notify();  // a long gap (another process's appends): the thread catches up
+    return;
+  }
+  std::vector<RecordedEvent> todo;
+  for (RecordedEvent& e : tx.read_log(saved + 1, options_.batch_size)) {
+    if (wants(e)) todo.push_back(std::move(e));
+  }
+  for (const RecordedEvent& e : events) {
+    if (e.position > saved && wants(e)) todo.push_back(e);
+  }
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(mu_);
+    generation = row_.generation;
+  }
+  ProjectionContext ctx(&sql, name_, generation);
+  std::uint64_t skipped_before;
+  {
+    std::lock_guard lock(mu_);
+    skipped_before = row_.skipped;
+  }
+  const Position end = apply_careful(&sql, ctx, todo, last);
+  CheckpointStore::save(sql, name_, end);
+  std::lock_guard lock(mu_);
+  if (failed_ || row_.skipped != skipped_before) detail::save_row(sql, row_);
+}
+
+// --- Control and status ----------------------------------------------------------------------
+
+void ProjectionEngine::Runner::report_progress(bool finished) {
+  if (!engine_options_.on_progress) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!finished && now - last_report_ < engine_options_.progress_interval) return;
+  last_report_ = now;
+  RebuildProgress p;
+  p.projection = name_;
+  p.done = finished ? follower_.position() : rebuild_follower_.position();
+  p.total = std::max(store_.head_position(), p.done);
+  const double seconds = std::chrono::duration<double>(now - rebuild_started_).count();
+  const Position replayed = p.done - std::min(p.done, rebuild_start_position_);
+  p.events_per_second = seconds > 0 ? static_cast<double>(replayed) / seconds : 0;
+  if (p.events_per_second > 0) {
+    p.time_left = std::chrono::seconds(
+        static_cast<std::int64_t>(static_cast<double>(p.total - p.done) / p.events_per_second));
+  }
+  p.finished = finished;
+  try {
+    engine_options_.on_progress(p);
+  } catch (...) {
+    // on_progress must not throw; a throwing one must not stop the rebuild.
+  }
+}
+
+void ProjectionEngine::Runner::save_state() {
+  store_.write_sql([&](Sql& sql) {
+    std::lock_guard lock(mu_);
+    detail::save_row(sql, row_);
+  });
+}
+
+void ProjectionEngine::Runner::set_state(ProjectionState s) {
+  {
+    std::lock_guard lock(mu_);
+    if (state_ == s) return;
+    state_ = s;
+    row_.state = std::string(to_string(s));
+  }
+  changed_.notify_all();
+}
+
+void ProjectionEngine::Runner::stop() noexcept {
+  active_ = false;
+  if (wakeup_) wakeup_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ProjectionEngine::Runner::restart() {
+  stop();
+  {
+    std::lock_guard lock(mu_);
+    state_ = ProjectionState::catching_up;
+    row_.state = "catching_up";
+  }
+  failed_ = false;
+  save_state();
+  follower_.restart(CheckpointStore(store_).load(name_));
+  wakeup_->resume();
+  thread_ = std::thread([this] { run(); });
+}
+
+void ProjectionEngine::Runner::request_rebuild() {
+  {
+    std::lock_guard lock(mu_);
+    rebuild_requested_ = true;
+  }
+  if (wakeup_) wakeup_->notify();
+}
+
+Position ProjectionEngine::Runner::checkpoint() const {
+  return CheckpointStore(store_).load(name_);
+}
+
+bool ProjectionEngine::Runner::halted() const {
+  std::lock_guard lock(mu_);
+  return state_ == ProjectionState::failed || state_ == ProjectionState::stopped;
+}
+
+bool ProjectionEngine::Runner::serving_current() const {
+  std::lock_guard lock(mu_);
+  return serving_current_;
+}
+
+ProjectionStatus ProjectionEngine::Runner::status(Position head) const {
+  ProjectionStatus s;
+  {
+    std::lock_guard lock(mu_);
+    s.name = name_;
+    s.version = row_.version;
+    s.generation = row_.generation;
+    s.state = state_;
+    s.skipped = row_.skipped;
+    s.error = row_.error;
+  }
+  s.mode = options_.mode;
+  s.head = head;
+  s.checkpoint = checkpoint();
+  s.lag = head - std::min(head, s.checkpoint);
+  if (rebuilding_) {
+    s.rebuild_checkpoint = CheckpointStore(store_).load(detail::rebuild_checkpoint_name(name_));
+  }
+  return s;
+}
+
+}  // namespace factum
