@@ -211,14 +211,17 @@ bool ProjectionEngine::Runner::step() {
     }
   }
   if (failed_) return true;
-  if (options_.target == ProjectionTarget::external) return external_batch();
   bool serving;
   {
     std::lock_guard lock(mu_);
     serving = serving_current_;
   }
   bool caught_up = true;
-  if (serving) caught_up = store_batch({name_, &follower_, false});
+  if (options_.target == ProjectionTarget::external) {
+    caught_up = external_batch();
+  } else if (serving) {
+    caught_up = store_batch({name_, &follower_, false});
+  }
   if (rebuilding_ && !failed_) {
     caught_up = store_batch({detail::rebuild_checkpoint_name(name_), &rebuild_follower_, true}) &&
                 caught_up;

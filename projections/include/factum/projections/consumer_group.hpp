@@ -27,12 +27,12 @@
 namespace factum {
 
 struct ConsumerGroupOptions {
-  std::string group;             // the group's name (part of each member's checkpoint name)
-  std::string category;          // the category the members share
+  std::string group{};           // the group's name (part of each member's checkpoint name)
+  std::string category{};        // the category the members share
   std::uint32_t members = 1;     // N
   std::size_t batch_size = 256;  // as SubscriptionOptions
   std::chrono::milliseconds poll_interval{100};  // as SubscriptionOptions
-  std::function<void(std::exception_ptr)> on_error;
+  std::function<void(std::exception_ptr)> on_error{};  // as SubscriptionOptions
 };
 
 // The member (0..members-1) that handles `stream`.

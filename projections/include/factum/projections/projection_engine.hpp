@@ -117,7 +117,7 @@ struct RebuildProgress {
 struct EngineOptions {
   // Called on the rebuilding projection's thread, at most every progress_interval and once at
   // the end. Must not throw.
-  std::function<void(const RebuildProgress&)> on_progress;
+  std::function<void(const RebuildProgress&)> on_progress{};  // default: none
   std::chrono::milliseconds progress_interval{500};  // default: half a second
 };
 

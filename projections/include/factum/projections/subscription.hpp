@@ -45,8 +45,8 @@ namespace factum {
 struct SubscriptionFilter {
   enum class Kind { all, category, stream };
   Kind kind = Kind::all;
-  std::string key;                 // the category or the stream id
-  std::vector<std::string> types;  // only these event types (empty: every type)
+  std::string key{};                 // the category or the stream id
+  std::vector<std::string> types{};  // only these event types (empty: every type)
   std::uint32_t partitions = 1;    // consumer groups: deliver only streams whose
   std::uint32_t partition = 0;     // stable_hash(stream id) % partitions == partition
 
@@ -63,18 +63,18 @@ struct SubscriptionFilter {
 std::uint64_t stable_hash(std::string_view s) noexcept;
 
 struct SubscriptionOptions {
-  SubscriptionFilter filter;
+  SubscriptionFilter filter{};  // default: the whole log
   // Deliver events with position > from. Ignored when `checkpoint` names a saved checkpoint.
   Position from = 0;
   // When not empty: the durable checkpoint (CheckpointStore) loaded at start and saved after
   // each delivered batch.
-  std::string checkpoint;
+  std::string checkpoint{};  // default: none (start at `from`, nothing saved)
   // The most events read, held and handled per batch.
   std::size_t batch_size = 256;
   // How often to look for other processes' commits (PRAGMA data_version); 0 disables polling.
   std::chrono::milliseconds poll_interval{100};
   // Called on the subscription's thread when the handler (or a read) throws.
-  std::function<void(std::exception_ptr)> on_error;
+  std::function<void(std::exception_ptr)> on_error{};  // default: none
 };
 
 class Subscription {
