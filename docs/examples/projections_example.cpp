@@ -34,7 +34,9 @@ factum::EventData deposit(std::int64_t cents) {
   return e;
 }
 
-std::int64_t cents_of(const factum::RecordedEvent& e) { return std::stoll(factum::to_string(e.payload)); }
+std::int64_t cents_of(const factum::RecordedEvent& e) {
+  return std::stoll(factum::to_string(e.payload));
+}
 
 // Balances per account. Version 1 adds each deposit; version 2 charges a 1-cent fee on each
 // deposit — raising the version makes the engine rebuild the read model from position 1.

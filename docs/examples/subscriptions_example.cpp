@@ -52,12 +52,13 @@ int main() {
   //    each once, in position order. The checkpoint is saved after each batch.
   std::vector<factum::Position> seen;
   {
-    factum::Subscription mailer(store, {.checkpoint = "mailer"},
-                                [&](const factum::RecordedEvent& e) { seen.push_back(e.position); });
+    factum::Subscription mailer(
+        store, {.checkpoint = "mailer"},
+        [&](const factum::RecordedEvent& e) { seen.push_back(e.position); });
     mailer.wait_for(5, 10s);  // history delivered
     store.append("order-1", factum::ExpectedVersion::exact(1), event("shop.OrderPaid", "paid"));
     mailer.wait_for(6, 10s);  // the live event too
-  }  // the destructor stops the subscription and joins its thread
+  }                           // the destructor stops the subscription and joins its thread
   expect(seen == std::vector<factum::Position>{1, 2, 3, 4, 5, 6}, "history then live, once each");
 
   // While nobody listens, the log grows; a new subscription with the same checkpoint name
@@ -65,8 +66,9 @@ int main() {
   store.append("order-2", factum::ExpectedVersion::exact(1), event("shop.OrderPaid", "paid"));
   {
     std::vector<factum::Position> resumed;
-    factum::Subscription mailer(store, {.checkpoint = "mailer"},
-                                [&](const factum::RecordedEvent& e) { resumed.push_back(e.position); });
+    factum::Subscription mailer(
+        store, {.checkpoint = "mailer"},
+        [&](const factum::RecordedEvent& e) { resumed.push_back(e.position); });
     mailer.wait_for(7, 10s);
     mailer.stop();
     expect(resumed == std::vector<factum::Position>{7}, "resumes from the checkpoint");
@@ -89,7 +91,8 @@ int main() {
   std::map<std::string, std::set<std::uint32_t>> members_of_stream;
   std::atomic<int> delivered{0};
   {
-    const factum::ConsumerGroupOptions group{.group = "shippers", .category = "order", .members = 2};
+    const factum::ConsumerGroupOptions group{
+        .group = "shippers", .category = "order", .members = 2};
     std::vector<factum::Subscription> members;
     for (std::uint32_t i = 0; i < 2; ++i) {
       members.push_back(factum::join_group(store, group, i, [&, i](const factum::RecordedEvent& e) {
@@ -106,8 +109,8 @@ int main() {
            "stream " + stream + " goes to exactly one member");
   }
 
-  std::cout << "subscriptions example: " << seen.size() << " events to the mailer, "
-            << paid.size() << " payments, " << delivered << " to the group\n";
+  std::cout << "subscriptions example: " << seen.size() << " events to the mailer, " << paid.size()
+            << " payments, " << delivered << " to the group\n";
   std::filesystem::remove_all(dir);
   return failures == 0 ? 0 : 1;
 }

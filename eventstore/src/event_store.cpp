@@ -16,11 +16,13 @@ class StoreImpl {
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     validate(appends);
-    const bool notify = !signal_.empty();
+    // The events are collected whether or not a slot is connected now: one connected while
+    // the append is in flight (a subscription that has just read the log without its events)
+    // must still be told of the commit.
     std::vector<RecordedEvent> committed;
     const AppendHook* hook = appending_.empty() ? nullptr : &hook_;
-    auto results = storage_->append(appends, notify ? &committed : nullptr, hook);
-    if (notify && !committed.empty()) signal_(committed);
+    auto results = storage_->append(appends, &committed, hook);
+    if (!committed.empty() && !signal_.empty()) signal_(committed);
     return results;
   }
 
@@ -143,10 +145,15 @@ std::vector<RecordedEvent> EventStore::compensations_of(const EventId& id) const
   return impl_->storage_->compensations_of(id);
 }
 
-VerifyResult EventStore::verify() const { return impl_->storage_->verify(nullptr); }
+VerifyResult EventStore::verify() const { return impl_->storage_->verify(nullptr, {}); }
 
 VerifyResult EventStore::verify(const Hash& expected_head) const {
-  return impl_->storage_->verify(&expected_head);
+  return impl_->storage_->verify(&expected_head, {});
+}
+
+VerifyResult EventStore::verify(const VerifyOptions& options) const {
+  const Hash* head = options.expected_head ? &*options.expected_head : nullptr;
+  return impl_->storage_->verify(head, options.on_progress);
 }
 
 void EventStore::write_sql(const std::function<void(Sql&)>& fn) { impl_->storage_->write_sql(fn); }

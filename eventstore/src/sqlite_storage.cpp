@@ -106,8 +106,9 @@ class SqliteStorage final : public Storage {
     return out;
   }
 
-  VerifyResult verify(const Hash* expected_head) override {
-    return verify_chain(*readers_, expected_head);
+  VerifyResult verify(const Hash* expected_head,
+                      const std::function<void(Position)>& on_progress) override {
+    return verify_chain(*readers_, expected_head, on_progress);
   }
 
   void write_sql(const std::function<void(Sql&)>& fn) override {

@@ -96,7 +96,8 @@ class ChainWalk {
 
 }  // namespace
 
-VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head) {
+VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head,
+                          const std::function<void(Position)>& on_progress) {
   ChainWalk walk(expected_head);
   for (;;) {
     auto conn = pool.acquire();
@@ -110,6 +111,7 @@ VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head) {
       if (!walk.check(s)) return walk.result();
     }
     if (rows < kVerifyPage) break;
+    if (on_progress) on_progress(walk.result().events_checked);
   }
   auto conn = pool.acquire();
   StatementScope scope(conn->sequence);

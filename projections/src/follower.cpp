@@ -72,7 +72,12 @@ bool LogFollower::next(std::vector<RecordedEvent>& batch, std::size_t limit) {
 
 Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
     : flag_(std::make_shared<Flag>()), poll_(poll) {
-  if (poll_.count() > 0) watcher_ = store.watch();
+  if (poll_.count() > 0) {
+    watcher_ = store.watch();
+    // A watcher's first answer only takes its baseline: take it now, before the first read, so
+    // that another process's commit between that read and the first poll is not missed.
+    watcher_->changed();
+  }
   connection_ = store.on_appended().connect([flag = flag_](const std::vector<RecordedEvent>&) {
     {
       std::lock_guard lock(flag->mu);

@@ -28,6 +28,14 @@ SubscriptionFilter filter_for(const std::vector<std::string>& types) {
   return SubscriptionFilter::all().with_types(types);
 }
 
+// A checkpoint read on a read connection: status() and wait_for() must not queue for the
+// writer (CheckpointStore's constructor opens a write transaction).
+Position read_checkpoint(const EventStore& store, const std::string& name) {
+  Position out = 0;
+  store.read_sql([&](Sql& sql) { out = CheckpointStore::load(sql, name); });
+  return out;
+}
+
 std::string describe(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
@@ -74,6 +82,12 @@ void ProjectionEngine::Runner::start() {
   setup();
   wakeup_ = std::make_unique<detail::Wakeup>(store_, options_.poll_interval);
   thread_ = std::thread([this] { run(); });
+  if (options_.mode != ProjectionMode::inline_append) return;
+  // Inline means inline once add() returns: wait until the thread has caught up and the
+  // append hook applies the projection (or it failed, or it is rebuilding a new version).
+  std::unique_lock lock(mu_);
+  while (!active_ && !failed_ && !rebuilding_)
+    changed_.wait_for(lock, std::chrono::milliseconds(5));
 }
 
 void ProjectionEngine::Runner::setup() {
@@ -243,7 +257,12 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
   bool caught_up = false;
   bool swapped = false;
   Position end = 0;
+  bool adopted = false;
   auto body = [&](Sql& sql, bool careful) {
+    if (adopt_row(sql)) {
+      adopted = true;  // another engine swapped or started a rebuild: go on from its state
+      return;
+    }
     const Position saved = CheckpointStore::load(sql, target.checkpoint);
     if (saved != target.follower->position()) target.follower->restart(saved);
     batch_.clear();
@@ -279,6 +298,11 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
     swapped = false;
     target.follower->restart(0);  // reloaded from the checkpoint by body
     store_.write_sql([&](Sql& sql) { body(sql, true); });
+  }
+  if (adopted) {
+    follower_.restart(0);
+    rebuild_follower_.restart(0);
+    return false;
   }
   if (swapped) {
     {
@@ -407,6 +431,10 @@ void ProjectionEngine::Runner::on_append(AppendTransaction& tx) {
   const Position first = events.front().position;
   const Position last = events.back().position;
   if (saved >= last) return;
+  if (adopt_row(sql)) {
+    wakeup_->notify();  // another engine changed the generation: the thread goes on from it
+    return;
+  }
   if (first - saved - 1 > options_.batch_size) {
     wakeup_->notify();  // a long gap (another process's appends): the thread catches up
     return;
@@ -461,20 +489,43 @@ void ProjectionEngine::Runner::report_progress(bool finished) {
   }
 }
 
+// Takes the file's record when another engine (thread or process) running this projection
+// moved it to another generation; returns whether it did. Inside the write lock.
+bool ProjectionEngine::Runner::adopt_row(Sql& sql) {
+  const std::optional<detail::ProjectionRow> file = detail::load_row(sql, name_);
+  if (!file) return false;
+  std::lock_guard lock(mu_);
+  if (file->generation == row_.generation && file->rebuild_generation == row_.rebuild_generation) {
+    return false;
+  }
+  row_.version = file->version;
+  row_.generation = file->generation;
+  row_.rebuild_version = file->rebuild_version;
+  row_.rebuild_generation = file->rebuild_generation;
+  serving_current_ = file->version == version_;
+  rebuilding_ = file->rebuild_generation != 0 && file->rebuild_version == version_;
+  if (!serving_current_) active_ = false;
+  return true;
+}
+
 void ProjectionEngine::Runner::save_state() {
   store_.write_sql([&](Sql& sql) {
+    if (adopt_row(sql)) return;
     std::lock_guard lock(mu_);
     detail::save_row(sql, row_);
   });
 }
 
+// Records the new state in the file too, so that recorded() shows what status() shows. A
+// failure recorded meanwhile by an inline append (failed_ is set under mu_) is not overwritten.
 void ProjectionEngine::Runner::set_state(ProjectionState s) {
   {
     std::lock_guard lock(mu_);
-    if (state_ == s) return;
+    if (state_ == s || failed_) return;
     state_ = s;
     row_.state = std::string(to_string(s));
   }
+  save_state();
   changed_.notify_all();
 }
 
@@ -506,9 +557,7 @@ void ProjectionEngine::Runner::request_rebuild() {
   if (wakeup_) wakeup_->notify();
 }
 
-Position ProjectionEngine::Runner::checkpoint() const {
-  return CheckpointStore(store_).load(name_);
-}
+Position ProjectionEngine::Runner::checkpoint() const { return read_checkpoint(store_, name_); }
 
 bool ProjectionEngine::Runner::halted() const {
   std::lock_guard lock(mu_);
@@ -536,7 +585,7 @@ ProjectionStatus ProjectionEngine::Runner::status(Position head) const {
   s.checkpoint = checkpoint();
   s.lag = head - std::min(head, s.checkpoint);
   if (rebuilding_) {
-    s.rebuild_checkpoint = CheckpointStore(store_).load(detail::rebuild_checkpoint_name(name_));
+    s.rebuild_checkpoint = read_checkpoint(store_, detail::rebuild_checkpoint_name(name_));
   }
   return s;
 }

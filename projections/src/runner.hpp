@@ -66,6 +66,7 @@ class ProjectionEngine::Runner {
   void swap_in(Sql& sql, Position at);
   void report_progress(bool finished);
   void save_state();
+  bool adopt_row(Sql& sql);
   void set_state(ProjectionState s);
   bool wants(const RecordedEvent& e) const;
 

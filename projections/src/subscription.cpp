@@ -48,23 +48,28 @@ std::uint64_t stable_hash(std::string_view s) noexcept {
 // Everything the subscription's thread uses: it outlives the Subscription object when the
 // Subscription is destroyed from inside its own handler.
 struct Subscription::Shared {
-  Shared(EventStore& s, SubscriptionOptions o, BatchHandler h, Position from)
+  Shared(EventStore& s, SubscriptionOptions o, BatchHandler h, Handler each_event, Position from)
       : store(s),
         options(std::move(o)),
         handler(std::move(h)),
+        each(std::move(each_event)),
         follower(s, options.filter, from),
         wakeup(s, options.poll_interval),
         position(from) {}
 
+  static std::shared_ptr<Shared> start(EventStore& store, SubscriptionOptions options,
+                                       BatchHandler handler, Handler each);
   void run();
   void deliver(std::vector<RecordedEvent>& batch, Position scanned_to);
+  Position deliver_each(const std::vector<RecordedEvent>& batch, Position scanned_to);
   void fail(std::exception_ptr e);
   void set_position(Position p);
   void set_state(State s);
 
   EventStore& store;
   SubscriptionOptions options;
-  BatchHandler handler;
+  BatchHandler handler;  // a batch at a time, or
+  Handler each;          // an event at a time
   detail::LogFollower follower;
   detail::Wakeup wakeup;
   std::optional<CheckpointStore> checkpoints;
@@ -110,10 +115,25 @@ void Subscription::Shared::set_state(State s) {
 }
 
 void Subscription::Shared::deliver(std::vector<RecordedEvent>& batch, Position scanned_to) {
-  if (!batch.empty()) handler(std::span<const RecordedEvent>(batch));
+  if (each) {
+    scanned_to = deliver_each(batch, scanned_to);
+  } else if (!batch.empty()) {
+    handler(std::span<const RecordedEvent>(batch));
+  }
   if (scanned_to == position) return;
   if (checkpoints) checkpoints->save(options.checkpoint, scanned_to);
   set_position(scanned_to);
+}
+
+// One event at a time until stop() (from the handler or another thread): what is left of the
+// batch is neither delivered nor counted (nor checkpointed). Returns the position handled.
+Position Subscription::Shared::deliver_each(const std::vector<RecordedEvent>& batch,
+                                            Position scanned_to) {
+  for (const RecordedEvent& e : batch) {
+    if (wakeup.stopped()) return e.position - 1;
+    each(e);
+  }
+  return scanned_to;
 }
 
 void Subscription::Shared::set_position(Position p) {
@@ -151,25 +171,27 @@ Position start_position(EventStore& store, const SubscriptionOptions& options) {
 
 }  // namespace
 
-Subscription Subscription::batched(EventStore& store, SubscriptionOptions options,
-                                   BatchHandler handler) {
-  if (!handler) throw InvalidArgument("factum: a subscription needs a handler");
+std::shared_ptr<Subscription::Shared> Subscription::Shared::start(EventStore& store,
+                                                                  SubscriptionOptions options,
+                                                                  BatchHandler handler,
+                                                                  Handler each) {
+  if (!handler && !each) throw InvalidArgument("factum: a subscription needs a handler");
   if (options.batch_size == 0) throw InvalidArgument("factum: a subscription's batch_size is 0");
   const Position from = start_position(store, options);
-  auto shared = std::make_shared<Shared>(store, std::move(options), std::move(handler), from);
+  auto shared = std::make_shared<Shared>(store, std::move(options), std::move(handler),
+                                         std::move(each), from);
   if (!shared->options.checkpoint.empty()) shared->checkpoints.emplace(store);
   shared->thread = std::thread([shared] { shared->run(); });
-  return Subscription(std::move(shared));
+  return shared;
+}
+
+Subscription Subscription::batched(EventStore& store, SubscriptionOptions options,
+                                   BatchHandler handler) {
+  return Subscription(Shared::start(store, std::move(options), std::move(handler), {}));
 }
 
 Subscription::Subscription(EventStore& store, SubscriptionOptions options, Handler handler)
-    : Subscription([&]() -> Subscription {
-        if (!handler) throw InvalidArgument("factum: a subscription needs a handler");
-        return batched(store, std::move(options),
-                       [h = std::move(handler)](std::span<const RecordedEvent> events) {
-                         for (const RecordedEvent& e : events) h(e);
-                       });
-      }()) {}
+    : Subscription(Shared::start(store, std::move(options), {}, std::move(handler))) {}
 
 Subscription::Subscription(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
 Subscription::Subscription(Subscription&&) noexcept = default;

@@ -88,6 +88,16 @@ struct VerifyResult {
   explicit operator bool() const noexcept { return ok(); }
 };
 
+// How verify(const VerifyOptions&) walks the chain.
+struct VerifyOptions {
+  // When set, verify also fails (head_mismatch) unless this is the hash of some event in the
+  // log, as verify(expected_head) does. Default: none.
+  std::optional<Hash> expected_head{};
+  // Called on the verifying thread with the number of events checked so far, after each page
+  // of the walk (a few thousand events), for a progress bar. Must not throw. Default: none.
+  std::function<void(Position events_checked)> on_progress{};
+};
+
 // What an on_appending slot sees: one append's events inside its still-open transaction.
 // Valid only during the slot call.
 class AppendTransaction {
@@ -198,6 +208,23 @@ class EventStore {
   // As verify(), and also fails (head_mismatch) unless `expected_head` is the hash of some
   // event in the log: catches a log whose newest events were cut off.
   VerifyResult verify(const Hash& expected_head) const;
+  // As verify() or verify(expected_head), with progress reports (see VerifyOptions).
+  VerifyResult verify(const VerifyOptions& options) const;
+
+  // Appends events exported from a factum store (`factum export`) exactly as they were
+  // recorded: the same positions, stream versions, ids, recorded-at times and hashes. For
+  // restoring a log into a new store (`factum import`); services append with append().
+  // `events` must continue this store's log: the first event's position is head_position() + 1,
+  // positions and each stream's versions follow without gaps, and each event's hash must be
+  // the one the chain gives it here (SHA-256 of the previous event's hash and its fields;
+  // the given previous_hash is not used). All of them land in one transaction, or none.
+  // on_appending slots are not run; on_appended slots are, after the commit.
+  // Throws InvalidArgument (an empty span, a position or stream version out of sequence, what
+  // append refuses: a bad stream id or type, an oversized payload, a `compensates` naming no
+  // earlier event of the stream), CorruptEventError (an event whose hash does not match, named
+  // by its position), DuplicateEventError (an id stored already), StorageError. Returns the
+  // new head.
+  Head import_events(std::span<const RecordedEvent> events);
 
   // Runs `fn` in one write transaction on the store's file (see sql.hpp): committed when fn
   // returns, rolled back when it throws (the exception propagates). Serialised with appends.

@@ -31,7 +31,7 @@ struct ConsumerGroupOptions {
   std::string category{};        // the category the members share
   std::uint32_t members = 1;     // N
   std::size_t batch_size = 256;  // as SubscriptionOptions
-  std::chrono::milliseconds poll_interval{100};  // as SubscriptionOptions
+  std::chrono::milliseconds poll_interval{100};        // as SubscriptionOptions
   std::function<void(std::exception_ptr)> on_error{};  // as SubscriptionOptions
 };
 

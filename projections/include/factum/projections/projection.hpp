@@ -100,7 +100,8 @@ class Projection {
   // The event types apply wants (empty: every event).
   virtual std::vector<std::string> event_types() const { return {}; }
   // Creates an empty read model for ctx.generation() (store target: CREATE TABLE through
-  // ctx.table; external target: clear the target).
+  // ctx.table; external target: clear the target). Runs inside the engine's write
+  // transaction: it must not call the store's append or write_sql (deadlock).
   virtual void reset(ProjectionContext& ctx) = 0;
   // Applies one event. Throwing reports a failure (see ProjectionOptions::on_failure); the
   // event's changes are rolled back (store target).

@@ -118,7 +118,7 @@ struct EngineOptions {
   // Called on the rebuilding projection's thread, at most every progress_interval and once at
   // the end. Must not throw.
   std::function<void(const RebuildProgress&)> on_progress{};  // default: none
-  std::chrono::milliseconds progress_interval{500};  // default: half a second
+  std::chrono::milliseconds progress_interval{500};           // default: half a second
 };
 
 class ProjectionEngine {
@@ -130,7 +130,9 @@ class ProjectionEngine {
   ProjectionEngine& operator=(const ProjectionEngine&) = delete;
 
   // Registers `projection` and starts it: a new one builds generation 1 from position 1; a
-  // known one resumes from its checkpoint; one whose version changed rebuilds. Throws
+  // known one resumes from its checkpoint; one whose version changed rebuilds. An inline
+  // projection is caught up before add() returns (unless it rebuilds a new version), so the
+  // appends that follow are applied inside their transactions. Throws
   // InvalidArgument (null, a name already added, a bad name, inline with an external target,
   // batch_size 0), StorageError; and what reset() throws when it creates generation 1.
   void add(std::shared_ptr<Projection> projection, ProjectionOptions options = {});

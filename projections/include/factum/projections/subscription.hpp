@@ -47,8 +47,8 @@ struct SubscriptionFilter {
   Kind kind = Kind::all;
   std::string key{};                 // the category or the stream id
   std::vector<std::string> types{};  // only these event types (empty: every type)
-  std::uint32_t partitions = 1;    // consumer groups: deliver only streams whose
-  std::uint32_t partition = 0;     // stable_hash(stream id) % partitions == partition
+  std::uint32_t partitions = 1;      // consumer groups: deliver only streams whose
+  std::uint32_t partition = 0;       // stable_hash(stream id) % partitions == partition
 
   static SubscriptionFilter all() { return {}; }
   static SubscriptionFilter category(std::string category);

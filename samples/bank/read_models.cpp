@@ -1,0 +1,166 @@
+// samples/bank/read_models.cpp — the balances and statements projections and their queries.
+#include "read_models.hpp"
+
+namespace bank {
+namespace {
+
+using factum::SqlValue;
+
+SqlValue text(std::string s) { return SqlValue(std::move(s)); }
+SqlValue integer(std::int64_t v) { return SqlValue(v); }
+SqlValue integer(std::uint64_t v) { return SqlValue(static_cast<std::int64_t>(v)); }
+
+AccountRow account_row(const factum::SqlRow& row) {
+  AccountRow a;
+  a.account = row.text(0);
+  a.owner = row.text(1);
+  a.balance = Money::from_minor(row.integer(2));
+  a.overdraft_limit = Money::from_minor(row.integer(3));
+  a.status = row.text(4);
+  a.version = static_cast<factum::StreamVersion>(row.integer(5));
+  return a;
+}
+
+StatementLine statement_line(const factum::SqlRow& row) {
+  StatementLine l;
+  l.line = static_cast<factum::StreamVersion>(row.integer(0));
+  l.position = static_cast<factum::Position>(row.integer(1));
+  l.at = from_micros(row.integer(2));
+  l.entry.kind = row.text(3);
+  l.entry.amount = Money::from_minor(row.integer(4));
+  l.balance_after = Money::from_minor(row.integer(5));
+  l.entry.counterparty = row.text(6);
+  l.entry.memo = row.text(7);
+  return l;
+}
+
+}  // namespace
+
+Entry entry_of(const BankEvent& event) {
+  return std::visit(factum::overloaded{
+                        [](const AccountOpened& e) {
+                          return Entry{"opened", {}, {}, "owner " + e.owner};
+                        },
+                        [](const Deposited& e) {
+                          return Entry{"deposit", e.amount, {}, e.memo};
+                        },
+                        [](const Withdrawn& e) {
+                          return Entry{"withdrawal", -e.amount, {}, e.memo};
+                        },
+                        [](const TransferDebited& e) {
+                          return Entry{"transfer out", -e.amount, e.to, e.memo};
+                        },
+                        [](const TransferCredited& e) {
+                          return Entry{"transfer in", e.amount, e.from, e.memo};
+                        },
+                        [](const TransferReversed& e) {
+                          return Entry{"reversal", e.amount, e.to, e.reason};
+                        },
+                        [](const AccountClosed&) {
+                          return Entry{"closed", {}, {}, {}};
+                        },
+                    },
+                    event);
+}
+
+std::int64_t to_micros(factum::Timestamp t) { return t.time_since_epoch().count(); }
+
+factum::Timestamp from_micros(std::int64_t micros) {
+  return factum::Timestamp(std::chrono::microseconds(micros));
+}
+
+// --- balances ------------------------------------------------------------------------------
+
+void BalancesProjection::reset(factum::ProjectionContext& ctx) {
+  ctx.sql().execute("CREATE TABLE " + ctx.table("balances") +
+                    " (account TEXT PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL,"
+                    " overdraft_limit INTEGER NOT NULL, status TEXT NOT NULL,"
+                    " version INTEGER NOT NULL, updated_at INTEGER NOT NULL)");
+}
+
+void BalancesProjection::apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) {
+  const BankEvent decoded = registry_.decode_variant<BankEvent>(event);
+  const std::string account = account_of(event.stream_id);
+  const std::int64_t at = to_micros(event_time(decoded));
+  if (const auto* opened = std::get_if<AccountOpened>(&decoded)) {
+    ctx.sql().execute(
+        "INSERT INTO " + ctx.table("balances") + " VALUES (?1, ?2, 0, ?3, 'open', ?4, ?5)",
+        {text(account), text(opened->owner), integer(opened->overdraft_limit.minor()),
+         integer(event.stream_version), integer(at)});
+    return;
+  }
+  const bool closed = std::holds_alternative<AccountClosed>(decoded);
+  ctx.sql().execute(
+      "UPDATE " + ctx.table("balances") +
+          " SET balance = balance + ?2, version = ?3, updated_at = ?4,"
+          " status = CASE WHEN ?5 THEN 'closed' ELSE status END WHERE account = ?1",
+      {text(account), integer(entry_of(decoded).amount.minor()), integer(event.stream_version),
+       integer(at), integer(std::int64_t{closed ? 1 : 0})});
+}
+
+// --- statements ----------------------------------------------------------------------------
+
+void StatementsProjection::reset(factum::ProjectionContext& ctx) {
+  ctx.sql().execute("CREATE TABLE " + ctx.table("statements") +
+                    " (account TEXT NOT NULL, line INTEGER NOT NULL, position INTEGER NOT NULL,"
+                    " at INTEGER NOT NULL, kind TEXT NOT NULL, amount INTEGER NOT NULL,"
+                    " balance_after INTEGER NOT NULL, counterparty TEXT NOT NULL,"
+                    " memo TEXT NOT NULL, PRIMARY KEY (account, line))");
+}
+
+void StatementsProjection::apply(const factum::RecordedEvent& event,
+                                 factum::ProjectionContext& ctx) {
+  const BankEvent decoded = registry_.decode_variant<BankEvent>(event);
+  const std::string account = account_of(event.stream_id);
+  const std::string table = ctx.table("statements");
+  const std::int64_t before =
+      ctx.sql()
+          .query_integer("SELECT balance_after FROM " + table +
+                             " WHERE account = ?1 ORDER BY line DESC LIMIT 1",
+                         {text(account)})
+          .value_or(0);
+  Entry entry = entry_of(decoded);
+  ctx.sql().execute("INSERT INTO " + table + " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    {text(account), integer(event.stream_version), integer(event.position),
+                     integer(to_micros(event_time(decoded))), text(std::move(entry.kind)),
+                     integer(entry.amount.minor()), integer(before + entry.amount.minor()),
+                     text(std::move(entry.counterparty)), text(std::move(entry.memo))});
+}
+
+// --- queries -------------------------------------------------------------------------------
+
+std::optional<AccountRow> read_account(const factum::EventStore& store, std::string_view id) {
+  std::optional<AccountRow> out;
+  store.read_sql([&](factum::Sql& sql) {
+    sql.query(
+        "SELECT account, owner, balance, overdraft_limit, status, version FROM balances"
+        " WHERE account = ?1",
+        {text(std::string(id))}, [&](const factum::SqlRow& row) { out = account_row(row); });
+  });
+  return out;
+}
+
+std::vector<AccountRow> read_accounts(const factum::EventStore& store) {
+  std::vector<AccountRow> out;
+  store.read_sql([&](factum::Sql& sql) {
+    sql.query(
+        "SELECT account, owner, balance, overdraft_limit, status, version FROM balances"
+        " ORDER BY length(account), account",
+        {}, [&](const factum::SqlRow& row) { out.push_back(account_row(row)); });
+  });
+  return out;
+}
+
+std::vector<StatementLine> read_statement(const factum::EventStore& store, std::string_view id) {
+  std::vector<StatementLine> out;
+  store.read_sql([&](factum::Sql& sql) {
+    sql.query(
+        "SELECT line, position, at, kind, amount, balance_after, counterparty, memo"
+        " FROM statements WHERE account = ?1 ORDER BY line",
+        {text(std::string(id))},
+        [&](const factum::SqlRow& row) { out.push_back(statement_line(row)); });
+  });
+  return out;
+}
+
+}  // namespace bank

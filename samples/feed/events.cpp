@@ -1,0 +1,30 @@
+// samples/feed/events.cpp — registration of the feed's events and small accessors.
+#include "events.hpp"
+
+namespace feed {
+
+void register_events(factum::EventRegistry& registry) {
+  registry.add<UserJoined>().add<Posted>().add<Liked>().add<Followed>().add<Unfollowed>();
+  registry.validate();
+}
+
+factum::Timestamp time_of(const FeedEvent& event) {
+  return std::visit([](const auto& e) { return e.at; }, event);
+}
+
+const std::string& actor_of(const FeedEvent& event) {
+  return std::visit(factum::overloaded{
+                        [](const UserJoined& e) -> const std::string& { return e.user; },
+                        [](const Posted& e) -> const std::string& { return e.author; },
+                        [](const Liked& e) -> const std::string& { return e.by; },
+                        [](const Followed& e) -> const std::string& { return e.follower; },
+                        [](const Unfollowed& e) -> const std::string& { return e.follower; },
+                    },
+                    event);
+}
+
+std::string user_stream(std::string_view user) { return "user-" + std::string(user); }
+
+std::string post_stream(PostId post) { return "post-" + std::to_string(post); }
+
+}  // namespace feed

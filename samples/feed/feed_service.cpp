@@ -1,0 +1,189 @@
+// samples/feed/feed_service.cpp — the feed's commands (rules, then one append) and queries
+// (SQL on the read models).
+#include "feed_service.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "read_models.hpp"
+#include "rules.hpp"
+
+namespace feed {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Metadata of a command: who did it.
+factum::Metadata acting(const std::string& user) {
+  factum::Metadata m;
+  m.actor = user;
+  return m;
+}
+
+factum::Timestamp timestamp(std::int64_t micros) {
+  return factum::Timestamp{std::chrono::microseconds{micros}};
+}
+
+PostView post_view(const factum::SqlRow& row) {
+  return PostView{row.integer(0), row.text(1), row.text(2), timestamp(row.integer(3)),
+                  row.integer(4)};
+}
+
+// Throws when a projection failed.
+void require_no_failure(const factum::ProjectionEngine& engine) {
+  for (const factum::ProjectionStatus& s : engine.status()) {
+    if (s.error) {
+      throw FeedError("read model '" + s.name + "' failed at position " +
+                      std::to_string(s.error->position) + ": " + s.error->message);
+    }
+  }
+}
+
+// Waits until every projection has caught up AND applies appends inline. wait_idle alone is
+// not enough: it answers as soon as the checkpoints reach the head (at once for a new or
+// current store), while an inline projection only starts applying appends inside their
+// transactions once its own thread has seen the head and reports `running`; an append made
+// before that is applied later by that thread, so a query right after it would miss it.
+void require_current(const factum::ProjectionEngine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  const bool idle = engine.wait_idle(60s);
+  require_no_failure(engine);
+  while (idle && std::chrono::steady_clock::now() < deadline) {
+    const auto all = engine.status();
+    if (std::all_of(all.begin(), all.end(), [](const factum::ProjectionStatus& s) {
+          return s.state == factum::ProjectionState::running;
+        })) {
+      return;
+    }
+    require_no_failure(engine);
+    std::this_thread::sleep_for(1ms);
+  }
+  throw FeedError("the read models did not catch up with the log within a minute");
+}
+
+}  // namespace
+
+FeedService::FeedService(factum::EventStore& store)
+    : store_(store), engine_(store), users_(store, registry_), posts_(store, registry_) {
+  register_events(registry_);
+  for (auto& projection : make_projections(registry_)) {
+    engine_.add(projection, {.mode = factum::ProjectionMode::inline_append});
+  }
+  require_current(engine_);
+}
+
+void FeedService::join(const std::string& user, factum::Timestamp at) {
+  check_user_name(user);
+  users_.execute(
+      user, [&](User& u) { u.join(at); }, {}, acting(user));
+}
+
+PostId FeedService::post(const std::string& author, const std::string& text, factum::Timestamp at) {
+  require_user(author);
+  check_post_text(text);
+  // The next id after the newest post; another writer may take it first: then try the next.
+  PostId id = next_post_id();
+  for (int attempt = 0; attempt < 100; ++attempt, ++id) {
+    Post p = posts_.load(std::to_string(id));
+    if (p.exists()) continue;
+    p.create(id, author, text, at);
+    try {
+      posts_.save(p, acting(author));
+      return id;
+    } catch (const factum::ConcurrencyError&) {
+    }
+  }
+  throw FeedError("no free post id after #" + std::to_string(id));
+}
+
+std::size_t FeedService::like(const std::string& user, PostId post, factum::Timestamp at) {
+  require_user(user);
+  const Post p = posts_.execute(
+      std::to_string(post), [&](Post& x) { x.like(user, at); }, {}, acting(user));
+  return p.likes();
+}
+
+void FeedService::follow(const std::string& user, const std::string& other, factum::Timestamp at) {
+  require_user(user);
+  require_user(other);
+  users_.execute(
+      user, [&](User& u) { u.follow(other, at); }, {}, acting(user));
+}
+
+void FeedService::unfollow(const std::string& user, const std::string& other,
+                           factum::Timestamp at) {
+  require_user(user);
+  require_user(other);
+  users_.execute(
+      user, [&](User& u) { u.unfollow(other, at); }, {}, acting(user));
+}
+
+bool FeedService::user_exists(std::string_view user) const {
+  return store_.stream_version(user_stream(user)) > 0;  // a user stream starts with UserJoined
+}
+
+void FeedService::require_user(const std::string& user) const {
+  check_user_name(user);
+  if (!user_exists(user)) throw FeedError("unknown user '" + user + "'");
+}
+
+std::vector<PostView> FeedService::feed(const std::string& user, std::size_t limit) const {
+  require_user(user);
+  std::vector<PostView> out;
+  store_.read_sql([&](factum::Sql& sql) {
+    sql.query(
+        "SELECT f.post, f.author, p.text, f.at, p.likes FROM feeds f JOIN posts p"
+        " ON p.post = f.post WHERE f.user = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
+        {user, static_cast<std::int64_t>(limit)},
+        [&](const factum::SqlRow& row) { out.push_back(post_view(row)); });
+  });
+  return out;
+}
+
+std::int64_t FeedService::feed_length(const std::string& user) const {
+  require_user(user);
+  return count("SELECT count(*) FROM feeds WHERE user = ?1", {user});
+}
+
+std::optional<PostView> FeedService::find_post(PostId post) const {
+  std::optional<PostView> out;
+  store_.read_sql([&](factum::Sql& sql) {
+    sql.query("SELECT post, author, text, at, likes FROM posts WHERE post = ?1", {post},
+              [&](const factum::SqlRow& row) { out = post_view(row); });
+  });
+  return out;
+}
+
+std::int64_t FeedService::delivered(PostId post) const {
+  return count("SELECT count(*) FROM feeds WHERE post = ?1", {post});
+}
+
+std::vector<std::string> FeedService::followers(const std::string& user) const {
+  require_user(user);
+  std::vector<std::string> out;
+  store_.read_sql([&](factum::Sql& sql) {
+    sql.query("SELECT follower FROM follows WHERE followee = ?1 ORDER BY follower", {user},
+              [&](const factum::SqlRow& row) { out.push_back(row.text(0)); });
+  });
+  return out;
+}
+
+Totals FeedService::totals() const {
+  return Totals{count("SELECT count(*) FROM users", {}), count("SELECT count(*) FROM posts", {}),
+                count("SELECT coalesce(sum(likes), 0) FROM posts", {}),
+                count("SELECT count(*) FROM follows", {}), count("SELECT count(*) FROM feeds", {})};
+}
+
+PostId FeedService::next_post_id() const {
+  return count("SELECT coalesce(max(post), 0) + 1 FROM posts", {});
+}
+
+std::int64_t FeedService::count(const std::string& sql_text,
+                                std::initializer_list<factum::SqlValue> params) const {
+  std::int64_t out = 0;
+  store_.read_sql([&](factum::Sql& sql) { out = sql.query_integer(sql_text, params).value_or(0); });
+  return out;
+}
+
+}  // namespace feed

@@ -1,0 +1,104 @@
+// samples/feed/feed_service.hpp — the feed's API: commands that check the rules and append
+// events, and queries on the read models. The command line and the demo go through it; so
+// do the tests.
+//
+//   auto store = factum::EventStore::open("feed.db");
+//   feed::FeedService feed(store);
+//   feed.join("alice", now);  feed.join("bob", now);
+//   feed.follow("bob", "alice", now);
+//   const feed::PostId id = feed.post("alice", "hello", now);   // fanned out to bob
+//   feed.like("bob", id, now);
+//   for (const feed::FeedItem& item : feed.feed("bob", 10)) ...
+//
+// Each command checks everything first, then appends exactly one event; when it refuses
+// (FeedError: unknown user or post, a broken rule, malformed input) nothing is written.
+// The projections (read_models.hpp) run inline, so a query sees a command's effect as soon as
+// the command returns. Concurrent writers (threads, processes) are safe: each append carries
+// the aggregate's expected version and conflicting commands are retried.
+//
+// Thread-safety: a FeedService may be shared between threads. The store must outlive it.
+#pragma once
+
+#include <factum/aggregates/repository.hpp>
+#include <factum/eventstore/event_registry.hpp>
+#include <factum/eventstore/event_store.hpp>
+#include <factum/projections/projection_engine.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events.hpp"
+#include "post.hpp"
+#include "user.hpp"
+
+namespace feed {
+
+// A post as seen in someone's feed or looked up by id.
+struct PostView {
+  PostId post = 0;
+  std::string author;
+  std::string text;
+  factum::Timestamp at{};
+  std::int64_t likes = 0;
+};
+
+// How much the read models hold.
+struct Totals {
+  std::int64_t users = 0;
+  std::int64_t posts = 0;
+  std::int64_t likes = 0;
+  std::int64_t follows = 0;     // current follow relations
+  std::int64_t feed_items = 0;  // rows of all feeds together
+};
+
+class FeedService {
+ public:
+  // Registers the events, starts the projections (inline) on `store`, and waits until they
+  // reflect its whole log. Throws factum::Error (StorageError, ...) when that fails.
+  explicit FeedService(factum::EventStore& store);
+  FeedService(const FeedService&) = delete;
+  FeedService& operator=(const FeedService&) = delete;
+
+  // Commands. `at` is the event time stored in the event. All throw FeedError on refusal.
+  // A new user: the name must be well-formed and free.
+  void join(const std::string& user, factum::Timestamp at);
+  // A new post by `author` with the next free id, fanned out to the author's followers.
+  PostId post(const std::string& author, const std::string& text, factum::Timestamp at);
+  // `user` likes `post` (once). Returns the post's number of likes afterwards.
+  std::size_t like(const std::string& user, PostId post, factum::Timestamp at);
+  // `user` follows / stops following `other`.
+  void follow(const std::string& user, const std::string& other, factum::Timestamp at);
+  void unfollow(const std::string& user, const std::string& other, factum::Timestamp at);
+
+  // Queries (read models). feed() and followers() throw FeedError for an unknown user.
+  bool user_exists(std::string_view user) const;
+  // The newest `limit` posts of the user's feed, newest first (by event time, then id).
+  std::vector<PostView> feed(const std::string& user, std::size_t limit) const;
+  std::int64_t feed_length(const std::string& user) const;
+  std::optional<PostView> find_post(PostId post) const;
+  // How many feeds `post` was delivered to.
+  std::int64_t delivered(PostId post) const;
+  std::vector<std::string> followers(const std::string& user) const;
+  Totals totals() const;
+
+  const factum::EventRegistry& registry() const noexcept { return registry_; }
+  factum::EventStore& store() const noexcept { return store_; }
+
+ private:
+  void require_user(const std::string& user) const;
+  PostId next_post_id() const;
+  std::int64_t count(const std::string& sql, std::initializer_list<factum::SqlValue> params) const;
+
+  factum::EventStore& store_;
+  factum::EventRegistry registry_;
+  factum::ProjectionEngine engine_;
+  factum::Repository<User> users_;
+  factum::Repository<Post> posts_;
+};
+
+}  // namespace feed

@@ -1,0 +1,112 @@
+// samples/feed/main.cpp — factum-feed: the command line of the feed sample. Parses the
+// arguments (CLI11) and runs one subcommand (commands.hpp). Any error is one line on stderr,
+// "factum-feed: <message>", with exit status 1; the store is unchanged then.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "commands.hpp"
+#include "time_text.hpp"
+
+namespace {
+
+constexpr const char* kDescription =
+    "factum-feed: a social feed on the factum event store. Users join, post, like and follow;\n"
+    "each post is fanned out to its author's followers' feeds; `stats` shows windowed\n"
+    "metrics over event time (likes per 5 minutes, trending posts, sessions).";
+
+struct Args {
+  std::string db = "feed.db";
+  std::string at;
+  std::string user, other, text, post;
+  std::size_t limit = 20;
+  feed::DemoOptions demo;
+  bool fresh = false;
+};
+
+// Registers the subcommands; the chosen one's callback sets `run`.
+void add_commands(CLI::App& app, Args& a, std::function<void(const feed::CommandContext&)>& run) {
+  auto* demo = app.add_subcommand("demo", "create a realistic history, then show a feed and stats");
+  demo->add_flag("--fresh", a.fresh, "replace the events of an existing store");
+  demo->add_option("--seed", a.demo.seed, "seed of the simulation")->capture_default_str();
+  demo->add_option("--users", a.demo.users, "how many users")->capture_default_str();
+  demo->add_option("--days", a.demo.days, "how many days of history")->capture_default_str();
+  demo->callback([&] { run = [&](const auto& c) { feed::run_demo(c, a.demo, a.fresh); }; });
+
+  auto* join = app.add_subcommand("join", "a new user joins");
+  join->add_option("USER", a.user, "user name")->required();
+  join->callback([&] { run = [&](const auto& c) { feed::run_join(c, a.user); }; });
+
+  auto* post = app.add_subcommand("post", "USER posts TEXT (fanned out to their followers)");
+  post->add_option("USER", a.user, "author")->required();
+  post->add_option("TEXT", a.text, "the post, one line")->required();
+  post->callback([&] { run = [&](const auto& c) { feed::run_post(c, a.user, a.text); }; });
+
+  auto* like = app.add_subcommand("like", "USER likes post POST");
+  like->add_option("USER", a.user, "who likes")->required();
+  like->add_option("POST", a.post, "post id, e.g. 17")->required();
+  like->callback([&] { run = [&](const auto& c) { feed::run_like(c, a.user, a.post); }; });
+
+  auto* follow = app.add_subcommand("follow", "USER follows OTHER");
+  follow->add_option("USER", a.user, "follower")->required();
+  follow->add_option("OTHER", a.other, "whom to follow")->required();
+  follow->callback([&] { run = [&](const auto& c) { feed::run_follow(c, a.user, a.other); }; });
+
+  auto* unfollow = app.add_subcommand("unfollow", "USER stops following OTHER");
+  unfollow->add_option("USER", a.user, "follower")->required();
+  unfollow->add_option("OTHER", a.other, "whom to stop following")->required();
+  unfollow->callback([&] { run = [&](const auto& c) { feed::run_unfollow(c, a.user, a.other); }; });
+
+  auto* feed = app.add_subcommand("feed", "show USER's feed, newest first");
+  feed->add_option("USER", a.user, "whose feed")->required();
+  feed->add_option("--limit", a.limit, "most posts shown")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  feed->callback([&] { run = [&](const auto& c) { feed::run_feed(c, a.user, a.limit); }; });
+
+  auto* stats = app.add_subcommand("stats", "likes per 5 minutes, trending posts, sessions");
+  stats->callback([&] { run = [&](const auto& c) { feed::run_stats(c); }; });
+}
+
+// Prints the one-line error. factum's own messages start with "factum: ", left out here.
+int fail(std::string message) {
+  constexpr std::string_view kLibraryPrefix = "factum: ";
+  if (message.starts_with(kLibraryPrefix)) message.erase(0, kLibraryPrefix.size());
+  std::cerr << "factum-feed: " << message << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(kDescription, "factum-feed");
+  Args args;
+  std::function<void(const feed::CommandContext&)> run;
+  app.add_option("--db", args.db, "the store file")->capture_default_str();
+  app.add_option("--at", args.at,
+                 "event time of the command, UTC: YYYY-MM-DDTHH:MM[:SS]Z (default: now; for demo, "
+                 "the end of the history)");
+  app.require_subcommand(1);
+  app.fallthrough();
+  add_commands(app, args, run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    const auto extra = app.remaining();
+    if (app.get_subcommands().empty() && !extra.empty())
+      return fail("unknown command '" + extra.front() + "' (see factum-feed --help)");
+    return fail(std::string(e.what()) + " (see factum-feed --help)");
+  }
+  try {
+    feed::CommandContext context{args.db, std::nullopt, &std::cout};
+    if (!args.at.empty()) context.at = feed::parse_time(args.at);
+    run(context);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}

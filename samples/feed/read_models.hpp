@@ -1,0 +1,32 @@
+// samples/feed/read_models.hpp — the feed's projections, read models in the store's file,
+// run inline by FeedService (so a command's effect is visible when it returns):
+//
+//   feeds    feeds(user, post, author, at): each post fanned out to every follower of its
+//            author AT THE TIME OF POSTING. The projection keeps its own copy of who follows
+//            whom (feed_audience), folded in log order, so a rebuild from position 1 gives
+//            the same rows. Following someone later does not backfill their older posts, and
+//            unfollowing does not remove posts already delivered (fan-out on write: a feed
+//            is a mailbox, as in most social networks' home timelines).
+//   posts    posts(post, author, text, at, likes)
+//   follows  users(user, joined) and follows(follower, followee, since)
+//
+// Times are stored as integer microseconds since the Unix epoch (UTC): the events' `at`.
+// Queries read the logical names (views on the serving generation, projection.hpp).
+//
+// Thread-safety: the engine calls each projection from one thread at a time; the registry
+// must be fully registered before the projections run.
+#pragma once
+
+#include <factum/eventstore/event_registry.hpp>
+#include <factum/projections/projection.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace feed {
+
+// The three projections above, decoding events through `registry` (which must outlive them).
+std::vector<std::shared_ptr<factum::Projection>> make_projections(
+    const factum::EventRegistry& registry);
+
+}  // namespace feed

@@ -1,0 +1,264 @@
+// ProjectionEngine: apply failures (policies stop and skip) and external targets (at least
+// once, with idempotency keys).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine_support.hpp"
+
+using namespace factum;
+using namespace factum::test;
+
+TEST_SUITE_BEGIN("projection engine");
+
+namespace {
+
+// Positions 1-9 numbers, 10 "boom" (type test.Bad, stream bad-1), 11-15 numbers.
+void append_with_boom(EventStore& store) {
+  append_numbers(store, 9);
+  store.append("bad-1", ExpectedVersion::any(), make_event("test.Bad", "boom"));
+  append_numbers(store, 5, 11);
+}
+
+struct FailingSetup {
+  explicit FailingSetup(EventStore& store, FailurePolicy policy) : engine(store) {
+    failing->after_write = boom_while(broken);
+    engine.add(failing, {.on_failure = policy, .batch_size = 4});
+    engine.add(healthy);
+  }
+  std::atomic<bool> broken{true};
+  std::shared_ptr<Fold> failing =
+      std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  std::shared_ptr<Fold> healthy =
+      std::make_shared<Fold>(Fold::Options{.name = "healthy", .table = "healthy"});
+  ProjectionEngine engine;
+};
+
+bool has_failed(const ProjectionEngine& engine, const std::string& name) {
+  return eventually([&] { return engine.status(name).state == ProjectionState::failed; });
+}
+
+}  // namespace
+
+TEST_CASE("policy stop: the projection fails at the event, recording position, type, message") {
+  TempStore t;
+  append_with_boom(t.store);
+  FailingSetup f(t.store, FailurePolicy::stop);
+  REQUIRE(has_failed(f.engine, "failing"));
+  const ProjectionStatus s = f.engine.status("failing");
+  CHECK(s.checkpoint == 9);
+  CHECK(s.head == 15);
+  CHECK(s.lag == 6);
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->position == 10);
+  CHECK(s.error->event_type == "test.Bad");
+  CHECK(s.error->message == "boom at 10");
+  CHECK(s.skipped == 0);
+  // The events before it, and nothing of the failed event's partial write.
+  CHECK(read_model(t.store, "failing") == fold_log(t.store, {}, 1, 9));
+  CHECK(read_model(t.store, "failing").count("bad-1") == 0);
+  CHECK_FALSE(f.engine.wait_for("failing", 15, kWait));  // returns at once: failed
+  append_numbers(t.store, 2, 30);
+  CHECK(f.engine.status("failing").checkpoint == 9);
+}
+
+TEST_CASE("policy stop: the other projections of the engine go on to the head") {
+  TempStore t;
+  append_with_boom(t.store);
+  FailingSetup f(t.store, FailurePolicy::stop);
+  REQUIRE(f.engine.wait_for("healthy", 15, kWait));
+  append_numbers(t.store, 4, 40);
+  REQUIRE(f.engine.wait_for("healthy", 19, kWait));
+  CHECK(read_model(t.store, "healthy") == fold_log(t.store));
+  CHECK(f.engine.status("healthy").state != ProjectionState::failed);
+  REQUIRE(has_failed(f.engine, "failing"));
+  CHECK_FALSE(f.engine.wait_idle(kWait));
+}
+
+TEST_CASE("policy stop: restart after a fix resumes at the failed event") {
+  TempStore t;
+  append_with_boom(t.store);
+  FailingSetup f(t.store, FailurePolicy::stop);
+  REQUIRE(has_failed(f.engine, "failing"));
+  f.broken = false;
+  const int before = f.failing->applies;
+  f.engine.restart("failing");
+  REQUIRE(f.engine.wait_for("failing", 15, kWait));
+  CHECK(f.failing->applies - before == 6);  // 10..15, each once
+  CHECK(read_model(t.store, "failing") == fold_log(t.store));
+  REQUIRE(eventually([&] { return f.engine.status("failing").state == ProjectionState::running; }));
+  append_numbers(t.store, 3, 50);
+  REQUIRE(f.engine.wait_idle(kWait));
+  CHECK(read_model(t.store, "failing") == fold_log(t.store));
+  CHECK(ProjectionEngine::recorded(t.store).at(0).checkpoint == 18);
+}
+
+TEST_CASE("policy skip: the failing event is skipped, counted and recorded; the rest applied") {
+  TempStore t;
+  append_with_boom(t.store);
+  FailingSetup f(t.store, FailurePolicy::skip);
+  REQUIRE(f.engine.wait_for("failing", 15, kWait));
+  t.store.append("bad-2", ExpectedVersion::any(), make_event("test.Bad", "boom"));
+  append_numbers(t.store, 2, 60);
+  REQUIRE(f.engine.wait_for("failing", 18, kWait));
+
+  const ProjectionStatus s = f.engine.status("failing");
+  CHECK(s.state != ProjectionState::failed);
+  CHECK(s.skipped == 2);
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->position == 16);  // the last failure
+  CHECK(s.error->event_type == "test.Bad");
+  Tallies expected = fold_log(t.store);
+  expected.erase("bad-1");
+  expected.erase("bad-2");
+  CHECK(read_model(t.store, "failing") == expected);
+  CHECK(ProjectionEngine::recorded(t.store).at(0).skipped == 2);
+}
+
+// --- External targets ----------------------------------------------------------------------
+
+namespace {
+
+// An external target: keys delivered, and a sum made idempotent by key.
+struct Sink {
+  std::mutex mu;
+  std::vector<std::string> delivered;  // every delivery, in order
+  std::vector<Position> positions;
+  std::set<std::string> keys;
+  std::int64_t total = 0;
+};
+
+class Mailer : public Projection {
+ public:
+  explicit Mailer(Sink& sink) : sink_(sink) {}
+  std::string name() const override { return "mailer"; }
+  std::uint32_t version() const override { return 1; }
+  void reset(ProjectionContext& ctx) override {
+    ++resets;
+    if (refuses_sql(ctx)) ++sql_refused;
+    std::lock_guard lock(sink_.mu);
+    sink_.keys.clear();
+    sink_.total = 0;
+  }
+  void apply(const RecordedEvent& e, ProjectionContext& ctx) override {
+    if (refuses_sql(ctx)) ++sql_refused;
+    if (ctx.key().position != e.position || ctx.key().id != e.id) ++wrong_keys;
+    const std::string key = ctx.key().to_string();
+    std::lock_guard lock(sink_.mu);
+    sink_.delivered.push_back(key);
+    sink_.positions.push_back(e.position);
+    if (sink_.keys.insert(key).second) sink_.total += payload_number(e);
+  }
+
+  std::atomic<int> resets{0};
+  std::atomic<int> sql_refused{0};
+  std::atomic<int> wrong_keys{0};
+
+ private:
+  static bool refuses_sql(ProjectionContext& ctx) {
+    try {
+      ctx.sql();
+    } catch (const InvalidArgument&) {
+      return true;
+    }
+    return false;
+  }
+  Sink& sink_;
+};
+
+constexpr ProjectionOptions kExternal{.target = ProjectionTarget::external, .batch_size = 8};
+
+std::int64_t payload_sum(const EventStore& store) {
+  std::int64_t sum = 0;
+  for (const RecordedEvent& e : store.read_all()) sum += payload_number(e);
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("external: apply gets the key \"position:id\" and no SQL handle") {
+  TempStore t;
+  append_numbers(t.store, 20);
+  Sink sink;
+  auto mailer = std::make_shared<Mailer>(sink);
+  ProjectionEngine engine(t.store);
+  engine.add(mailer, kExternal);
+  REQUIRE(engine.wait_for("mailer", 20, kWait));
+
+  std::vector<std::string> expected;
+  for (const RecordedEvent& e : t.store.read_all())
+    expected.push_back(std::to_string(e.position) + ":" + e.id.to_string());
+  std::lock_guard lock(sink.mu);
+  CHECK(sink.delivered == expected);
+  CHECK(sink.delivered.front().size() == std::string("1:").size() + 36);
+  CHECK(mailer->wrong_keys == 0);
+  CHECK(mailer->resets == 1);
+  CHECK(mailer->sql_refused == 21);  // reset and every apply
+  CHECK_FALSE(schema_has(t.store, "view", "counts"));
+  CHECK(engine.status("mailer").checkpoint == 20);
+}
+
+TEST_CASE(
+    "external: every event is delivered; a new engine redelivers nothing before the "
+    "checkpoint; idempotent handling is exact") {
+  TempStore t;
+  append_numbers(t.store, 50);
+  Sink sink;
+  {
+    ProjectionEngine engine(t.store);
+    engine.add(std::make_shared<Mailer>(sink), kExternal);
+    REQUIRE(engine.wait_for("mailer", 50, kWait));
+    append_numbers(t.store, 10, 51);
+    REQUIRE(engine.wait_for("mailer", 60, kWait));
+  }
+  const Position checkpoint = saved_checkpoint(t.store, "mailer");
+  CHECK(checkpoint == 60);
+  std::size_t first_run = 0;
+  {
+    std::lock_guard lock(sink.mu);
+    first_run = sink.positions.size();
+  }
+  append_numbers(t.store, 15, 61);
+
+  ProjectionEngine engine(t.store);
+  auto again = std::make_shared<Mailer>(sink);
+  engine.add(again, kExternal);
+  REQUIRE(engine.wait_for("mailer", 75, kWait));
+  CHECK(again->resets == 0);
+  std::lock_guard lock(sink.mu);
+  const std::vector<Position> second_run(sink.positions.begin() + static_cast<long>(first_run),
+                                         sink.positions.end());
+  REQUIRE_FALSE(second_run.empty());
+  CHECK(*std::min_element(second_run.begin(), second_run.end()) > checkpoint);
+  CHECK(sink.keys.size() == 75);
+  CHECK(sink.total == payload_sum(t.store));
+}
+
+TEST_CASE("external: rebuild resets the target and replays the log from position 1") {
+  TempStore t;
+  append_numbers(t.store, 30);
+  Sink sink;
+  auto mailer = std::make_shared<Mailer>(sink);
+  ProjectionEngine engine(t.store);
+  engine.add(mailer, kExternal);
+  REQUIRE(engine.wait_for("mailer", 30, kWait));
+  engine.rebuild("mailer");
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(sink.mu);
+    return sink.delivered.size() == 60;
+  }));
+  REQUIRE(engine.wait_for("mailer", 30, kWait));
+  CHECK(mailer->resets == 2);
+  CHECK(engine.status("mailer").generation == 2);
+  std::lock_guard lock(sink.mu);
+  CHECK(sink.keys.size() == 30);
+  CHECK(sink.total == payload_sum(t.store));
+  CHECK(sink.positions[30] == 1);
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,266 @@
+// tests/samples/bank_cli_test.cpp — factum-bank end to end: runs the built program (its path
+// is FACTUM_BANK_BIN) and checks what it prints, its exit codes, and that a failing command
+// leaves the store file exactly as it was.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/raw_sql.hpp"
+#include "support/temp_dir.hpp"
+
+extern char** environ;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A temporary folder to run factum-bank in; the store is bank.db there.
+class Folder {
+ public:
+  std::filesystem::path db() const { return dir_.file("bank.db"); }
+
+  // Runs factum-bank with `args` in the folder, capturing stdout and stderr.
+  Run run(std::initializer_list<std::string> args) const {
+    std::vector<std::string> argv_text{FACTUM_BANK_BIN};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string out = dir_.file("stdout").string(), err = dir_.file("stderr").string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addchdir_np(&actions, dir_.path().c_str());
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    Run r;
+    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  // Runs a command that must succeed.
+  std::string ok(std::initializer_list<std::string> args) const {
+    const Run r = run(args);
+    INFO(r.err);
+    CHECK(r.code == 0);
+    return r.out;
+  }
+
+  // Two accounts: acc-1 (100.00, overdraft limit 50.00) and acc-2 (empty).
+  void two_accounts() const {
+    ok({"open", "acc-1", "Ann Smith", "--limit", "50"});
+    ok({"deposit", "acc-1", "100"});
+    ok({"open", "acc-2", "Bob Jones"});
+  }
+
+ private:
+  factum::test::TempDir dir_;
+};
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One line on stderr naming the program, nothing on stdout.
+void check_one_line_error(const Run& r, int code, const std::string& part) {
+  CHECK(r.code == code);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("factum-bank: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_MESSAGE(has(r.err, part), r.err);
+}
+
+// Runs a command that must fail with `part` in its message and leave the file unchanged.
+void check_refused(const Folder& f, std::initializer_list<std::string> args,
+                   const std::string& part) {
+  const std::string before = slurp(f.db());
+  const std::int64_t head = factum::test::raw_int(f.db(), "SELECT max(position) FROM events");
+  check_one_line_error(f.run(args), 1, part);
+  CHECK(factum::test::raw_int(f.db(), "SELECT max(position) FROM events") == head);
+  CHECK(slurp(f.db()) == before);
+}
+
+}  // namespace
+
+TEST_CASE("factum-bank --help lists every command, and each command has --help") {
+  Folder f;
+  const std::string help = f.ok({"--help"});
+  for (const char* command : {"demo", "open", "deposit", "withdraw", "transfer", "close", "balance",
+                              "statement", "accounts", "audit", "replay-with-new-logic"}) {
+    CHECK_MESSAGE(has(help, command), command);
+  }
+  CHECK(has(help, "--db"));
+  CHECK(has(f.ok({"transfer", "--help"}), "FROM"));
+}
+
+TEST_CASE("one step at a time: open, deposit, withdraw, transfer, close, balance") {
+  Folder f;
+  CHECK(has(f.ok({"open", "acc-1", "Ann Smith", "--limit", "50"}), "opened acc-1"));
+  CHECK(std::filesystem::exists(f.db()));  // the default store: bank.db in the current folder
+  CHECK(has(f.ok({"deposit", "acc-1", "100.00"}), "balance 100.00"));
+  CHECK(has(f.ok({"withdraw", "acc-1", "120.5"}), "balance -20.50"));
+  f.ok({"open", "acc-2", "Bob Jones"});
+  f.ok({"deposit", "acc-1", "1000"});
+  const std::string transfer = f.ok({"transfer", "acc-1", "acc-2", "979.50", "--memo", "rent"});
+  CHECK(has(transfer, "transferred 979.50 from acc-1 to acc-2"));
+  CHECK(has(transfer, "acc-1  Ann Smith  balance 0.00"));
+  CHECK(has(f.ok({"close", "acc-1"}), "closed acc-1"));
+  CHECK(has(f.ok({"balance", "acc-1"}), "closed"));
+  CHECK(has(f.ok({"balance", "acc-2"}), "Bob Jones  balance 979.50"));
+}
+
+TEST_CASE("statement and accounts print the read models") {
+  Folder f;
+  f.two_accounts();
+  f.ok({"transfer", "acc-1", "acc-2", "30", "--memo", "dinner"});
+  const std::string statement = f.ok({"statement", "acc-1"});
+  CHECK(has(statement, "Statement of acc-1 (Ann Smith, open): 3 lines"));
+  CHECK(has(statement, "transfer out"));
+  CHECK(has(statement, "acc-2: dinner"));
+  CHECK(has(f.ok({"statement", "acc-1", "--last", "1"}), "the last 1"));
+  const std::string accounts = f.ok({"accounts"});
+  CHECK(has(accounts, "acc-1"));
+  CHECK(has(accounts, "2 accounts, 100.00 in all"));
+}
+
+TEST_CASE("malformed amounts are one-line errors and leave the store unchanged") {
+  Folder f;
+  f.two_accounts();
+  for (const char* bad : {"1e3", "-5", "10.123", "abc", "", "1,000"}) {
+    CAPTURE(bad);
+    check_refused(f, {"deposit", "acc-1", bad}, "malformed amount");
+  }
+  check_refused(f, {"open", "acc-3", "Cy", "--limit", "lots"}, "malformed amount");
+}
+
+TEST_CASE("unknown accounts are one-line errors and leave the store unchanged") {
+  Folder f;
+  f.two_accounts();
+  check_refused(f, {"deposit", "acc-9", "1"}, "no account acc-9");
+  check_refused(f, {"transfer", "acc-1", "acc-9", "1"}, "no account acc-9");
+  check_refused(f, {"balance", "acc-9"}, "no account acc-9");
+  check_refused(f, {"statement", "acc-9"}, "no account acc-9");
+  check_refused(f, {"deposit", "bad/id", "1"}, "invalid account id");
+}
+
+TEST_CASE("out-of-order transitions are refused and leave the store unchanged") {
+  Folder f;
+  f.two_accounts();
+  check_refused(f, {"open", "acc-1", "Ann again"}, "account acc-1 exists");
+  check_refused(f, {"close", "acc-1"}, "still holds 100.00");
+  check_refused(f, {"withdraw", "acc-1", "150.01"}, "insufficient funds in account acc-1");
+  f.ok({"close", "acc-2"});
+  check_refused(f, {"deposit", "acc-2", "1"}, "account acc-2 is closed");
+  check_refused(f, {"close", "acc-2"}, "account acc-2 is closed");
+  check_refused(f, {"transfer", "acc-2", "acc-1", "1"}, "account acc-2 is closed");
+}
+
+TEST_CASE("a transfer to a closed account fails, and its reversal is in the history") {
+  Folder f;
+  f.two_accounts();
+  f.ok({"close", "acc-2"});
+  const std::int64_t head = factum::test::raw_int(f.db(), "SELECT max(position) FROM events");
+  const Run r = f.run({"transfer", "acc-1", "acc-2", "25"});
+  check_one_line_error(r, 1, "transfer refused by acc-2 (account acc-2 is closed)");
+  CHECK(has(r.err, "compensates debit"));
+  CHECK(factum::test::raw_int(f.db(), "SELECT max(position) FROM events") == head + 2);
+  CHECK(has(f.ok({"balance", "acc-1"}), "balance 100.00"));
+  CHECK(has(f.ok({"statement", "acc-1"}), "reversal"));
+}
+
+TEST_CASE("usage errors exit 2 with one line") {
+  Folder f;
+  check_one_line_error(f.run({}), 2, "subcommand");
+  check_one_line_error(f.run({"deposit", "acc-1"}), 2, "AMOUNT");
+  check_one_line_error(f.run({"deposit", "acc-1", "5", "extra"}), 2, "extra");
+  check_one_line_error(f.run({"statement", "acc-1", "--last", "x"}), 2, "--last");
+}
+
+TEST_CASE("commands on a missing store neither run nor create it") {
+  Folder f;
+  check_one_line_error(f.run({"deposit", "acc-1", "5"}), 1, "no bank at 'bank.db'");
+  check_one_line_error(f.run({"audit"}), 1, "no bank at");
+  CHECK_FALSE(std::filesystem::exists(f.db()));
+  check_one_line_error(f.run({"--db", "other.db", "accounts"}), 1, "no bank at 'other.db'");
+}
+
+TEST_CASE("audit passes, and names what was tampered with behind the bank's back") {
+  Folder f;
+  f.two_accounts();
+  const std::string ok = f.ok({"audit"});
+  CHECK(ok.rfind("audit: OK — 3 events, 2 accounts, hash chain intact (head 3 ", 0) == 0);
+  factum::test::raw_exec(f.db(), "UPDATE balances__g1 SET balance = 1 WHERE account = 'acc-2'");
+  const Run r = f.run({"audit"});
+  CHECK(r.code == 1);
+  CHECK(
+      has(r.out, "audit: acc-2: balance 0.01 in the balances read model, 0.00 from its 1 events"));
+  CHECK(has(r.out, "audit: FAILED — 1 difference\n"));
+}
+
+TEST_CASE("audit names the first position of a log edited behind the bank's back") {
+  Folder f;
+  f.two_accounts();  // positions: 1 acc-1 opened, 2 acc-1 deposit, 3 acc-2 opened
+  factum::test::raw_exec(f.db(), std::string(factum::test::kDropTriggers) +
+                                     "UPDATE events SET recorded_at = recorded_at + 1"
+                                     " WHERE position = 2");
+  const Run r = f.run({"audit"});
+  CHECK(r.code == 1);
+  CHECK(has(r.out, "audit: hash chain broken at position 2"));
+  CHECK(has(r.out, "audit: acc-1: event 2 (position 2) is unreadable"));
+  CHECK(has(r.out, "audit: acc-1: balance 100.00 in the balances read model, 0.00"));
+  CHECK(has(r.out, "audit: FAILED — "));
+}
+
+TEST_CASE("replay-with-new-logic shows each account with the new rule beside today's") {
+  Folder f;
+  f.two_accounts();
+  const std::string out = f.ok({"replay-with-new-logic", "--top", "1"});
+  CHECK(has(out, "New rule: 0.1% monthly interest"));
+  CHECK(has(out, "balance today"));
+  CHECK(has(out, "with new rule"));
+  CHECK(has(out, "... 1 more accounts"));
+  CHECK(has(out, "total     2 accounts"));
+  CHECK(has(f.ok({"replay-with-new-logic", "--rebuild"}), "total"));
+}
+
+TEST_CASE("demo makes a history, ends with the audit's verdict, and never mixes histories") {
+  Folder f;
+  const std::string out = f.ok({"demo", "--accounts", "20", "--operations", "300"});
+  CHECK(has(out, "20 accounts opened"));
+  CHECK(has(out, "Top balances"));
+  CHECK(has(out, "Statement of "));
+  const std::string last = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  CHECK_MESSAGE(last.rfind("audit: OK — ", 0) == 0, last);
+  const std::string before = slurp(f.db());
+  check_one_line_error(f.run({"demo"}), 1, "already holds");
+  CHECK(slurp(f.db()) == before);
+  CHECK(has(f.ok({"demo", "--fresh", "--accounts", "10", "--operations", "50"}),
+            "10 accounts opened"));
+  check_one_line_error(f.run({"demo", "--accounts", "1"}), 2, "--accounts");
+}

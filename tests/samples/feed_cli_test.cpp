@@ -1,0 +1,294 @@
+// tests/samples/feed_cli_test.cpp — factum-feed end to end: runs the binary (its path comes
+// from the build, FACTUM_FEED_BIN) in a temporary folder and checks what it prints, its exit
+// code, and that a refused command leaves the log and the read models as they were.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "report.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A temporary folder to run factum-feed in; `args` is shell text (quote what needs it).
+struct Folder {
+  factum::test::TempDir dir;
+
+  Result run(const std::string& args) const {
+    const auto out = dir.file("stdout.txt");
+    const auto err = dir.file("stderr.txt");
+    const std::string command = "cd '" + dir.path().string() + "' && '" FACTUM_FEED_BIN "' " +
+                                args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+  // Runs `args`, which must succeed; returns what it printed.
+  std::string ok(const std::string& args) const {
+    const Result r = run(args);
+    INFO(args, "\n", r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    return r.out;
+  }
+  // Runs `args` at 2024-05-01 `clock` (UTC).
+  std::string ok_at(const std::string& clock, const std::string& args) const {
+    return ok("--at 2024-05-01T" + clock + "Z " + args);
+  }
+  // Runs shell `script` in the folder with $F set to the program; returns its exit code.
+  int shell(const std::string& script) const {
+    const std::string command = "cd '" + dir.path().string() + "' && F='" FACTUM_FEED_BIN "' && (" +
+                                script + ") >/dev/null 2>&1";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::filesystem::path db() const { return dir.file("feed.db"); }
+  // The first column of the first row of `query` on the store.
+  std::int64_t query(const std::string& query_text) const {
+    std::int64_t out = -1;
+    factum::EventStore::open(db()).read_sql(
+        [&](factum::Sql& sql) { out = sql.query_integer(query_text).value_or(-1); });
+    return out;
+  }
+
+  // The log's head and every read-model row.
+  std::string state() const {
+    auto store = factum::EventStore::open(db());
+    std::string out = std::to_string(store.head().position) + factum::to_hex(store.head().hash);
+    store.read_sql([&](factum::Sql& sql) {
+      for (const char* q : {"SELECT post || author || text || at || likes FROM posts",
+                            "SELECT user || post || author || at FROM feeds ORDER BY 1",
+                            "SELECT follower || followee || since FROM follows ORDER BY 1",
+                            "SELECT user || joined FROM users ORDER BY 1"}) {
+        sql.query(q, {}, [&](const factum::SqlRow& row) { out += "|" + row.text(0); });
+      }
+    });
+    return out;
+  }
+};
+
+// A store with alice, bob and carol; bob follows alice; alice posted #1, liked by bob.
+void small_world(const Folder& f) {
+  f.ok_at("09:00", "join alice");
+  f.ok_at("09:01", "join bob");
+  f.ok_at("09:02", "join carol");
+  f.ok_at("09:10", "follow bob alice");
+  f.ok_at("10:00", "post alice 'hello world'");
+  f.ok_at("10:01", "like bob 1");
+}
+
+// Checks that `args` fails with exactly `message` on one line of stderr and exit code 1,
+// prints nothing on stdout, and leaves the store as it was (or absent).
+void refused(const Folder& f, const std::string& args, const std::string& message) {
+  const bool existed = std::filesystem::exists(f.db());
+  const std::string before = existed ? f.state() : "";
+  const Result r = f.run(args);
+  INFO(args);
+  CHECK(r.code == 1);
+  CHECK(r.err == "factum-feed: " + message + "\n");
+  CHECK(r.out.empty());
+  CHECK(std::filesystem::exists(f.db()) == existed);
+  if (existed) CHECK(f.state() == before);
+}
+
+}  // namespace
+
+TEST_CASE("factum-feed --help lists every command and exits 0") {
+  Folder f;
+  const std::string help = f.ok("--help");
+  for (const char* word :
+       {"demo", "join", "post", "like", "follow", "unfollow", "feed", "stats", "--db", "--at"}) {
+    CHECK(contains(help, word));
+  }
+  CHECK(contains(f.ok("feed --help"), "--limit"));
+}
+
+TEST_CASE("each factum-feed command prints one line about what it did") {
+  Folder f;
+  CHECK(f.ok_at("09:00", "join alice") == "alice joined\n");
+  CHECK(f.ok_at("09:01", "join bob") == "bob joined\n");
+  CHECK(f.ok_at("09:10", "follow bob alice") ==
+        "bob now follows alice (their new posts will reach bob's feed)\n");
+  CHECK(f.ok_at("10:00", "post alice 'hello world'") ==
+        "#1 posted by alice, delivered to the feeds of 1 follower\n");
+  CHECK(f.ok_at("10:01", "like bob '#1'") == "bob likes #1 (1 like)\n");
+  CHECK(f.ok_at("10:02", "unfollow bob alice") == "bob no longer follows alice\n");
+  CHECK(f.ok_at("10:03", "post alice again") ==
+        "#2 posted by alice, delivered to the feeds of 0 followers\n");
+}
+
+TEST_CASE("factum-feed feed shows the posts delivered to a user, newest first, up to --limit") {
+  Folder f;
+  small_world(f);
+  f.ok_at("10:05", "post alice 'second post'");
+  f.ok_at("10:06", "post carol 'not followed by bob'");
+  CHECK(f.ok("feed bob") ==
+        "Feed of bob: 2 of 2 posts, newest first (times UTC)\n"
+        "  #2    05-01 10:05  alice     ♥ 0  second post\n"
+        "  #1    05-01 10:00  alice     ♥ 1  hello world\n");
+  CHECK(f.ok("feed bob --limit 1") ==
+        "Feed of bob: 1 of 2 posts, newest first (times UTC)\n"
+        "  #2    05-01 10:05  alice     ♥ 0  second post\n");
+  CHECK(contains(f.ok("feed carol"), "(empty: follow someone"));
+}
+
+TEST_CASE("factum-feed --db names the store file") {
+  Folder f;
+  f.ok("--db other.db join alice");
+  CHECK(std::filesystem::exists(f.dir.file("other.db")));
+  CHECK_FALSE(std::filesystem::exists(f.db()));
+  CHECK(contains(f.ok("feed alice --db other.db"), "Feed of alice: 0 of 0 posts"));
+}
+
+TEST_CASE("factum-feed stats shows likes per 5 minutes, trending posts, sessions and late likes") {
+  Folder f;
+  small_world(f);                         // bob liked #1 at 10:01
+  f.ok_at("10:03", "like carol 1");       // same 5-minute window
+  f.ok_at("10:07", "like alice 1");       // the next one
+  f.ok_at("09:30", "post carol 'late'");  // 37 minutes behind the newest activity
+  const std::string out = f.ok("stats");
+  INFO(out);
+  CHECK(contains(out, "Likes per 5 minutes (tumbling windows, times UTC)"));
+  CHECK(contains(out, "  05-01 10:00  " + feed::bar(2, 2, 24) + "    2\n"));
+  CHECK(contains(out, "  05-01 10:05  " + feed::bar(1, 2, 24) + "    1\n"));
+  CHECK(contains(out, "Trending: likes per post in 05-01 09:10–10:10"));
+  CHECK(contains(out, "  #1    alice   " + feed::bar(3, 3, 12) + "   3  hello world\n"));
+  CHECK(contains(out, "Sessions (30 minutes without activity end one)"));
+  CHECK(contains(out,
+                 "0 likes of the tumbling windows, 0 of the trending windows, "
+                 "1 activities of the sessions"));
+  CHECK(f.ok("stats") == out);  // the same log gives the same numbers
+}
+
+TEST_CASE("factum-feed stats on a store without likes says so") {
+  Folder f;
+  f.ok_at("09:00", "join alice");
+  const std::string out = f.ok("stats");
+  CHECK(contains(out, "up to the newest like:\n  no likes yet\n"));
+  CHECK(contains(out, "Trending (windows of 1 hour hopping by 5 minutes): no likes yet\n"));
+  CHECK(contains(out, "1 session of 1 user, on average 0 min and 1.0 activities"));
+}
+
+TEST_CASE("factum-feed commands from concurrent processes all land, with distinct post ids") {
+  Folder f;
+  small_world(f);
+  f.ok("join dave");
+  CHECK(
+      f.shell("p=; for u in alice bob carol dave; do \"$F\" post $u \"hi from $u\" & p=\"$p $!\"; "
+              "done; for u in alice carol dave; do \"$F\" like $u 1 & p=\"$p $!\"; done; "
+              "r=0; for j in $p; do wait $j || r=1; done; exit $r") == 0);
+  CHECK(f.query("SELECT count(DISTINCT post) FROM posts WHERE post BETWEEN 2 AND 5") == 4);
+  CHECK(f.query("SELECT count(DISTINCT author) FROM posts WHERE post BETWEEN 2 AND 5") == 4);
+  CHECK(f.query("SELECT likes FROM posts WHERE post = 1") == 4);
+  CHECK(f.query("SELECT count(*) FROM feeds WHERE user = 'bob'") == 2);  // #1 and alice's
+}
+
+TEST_CASE(
+    "factum-feed: bad input gets a one-line error, exit code 1, and leaves the store unchanged") {
+  Folder f;
+  small_world(f);
+  refused(f, "join alice", "user 'alice' exists already");
+  refused(f, "join Bob!",
+          "malformed user name 'Bob!': use 1-32 lowercase letters, digits, '_' "
+          "or '.', starting with a letter");
+  refused(f, "post zed hi", "unknown user 'zed'");
+  refused(f, "post alice ''", "post text is empty");
+  refused(f, "post alice \"$(printf 'x%.0s' $(seq 281))\"",
+          "post text is 281 characters; the limit is 280");
+  refused(f, "like carol 99", "unknown post #99");
+  refused(f, "like bob 1", "'bob' already likes post #1");
+  refused(f, "like bob one", "malformed post id 'one': use a number such as 17");
+  refused(f, "follow bob bob", "a user cannot follow themself ('bob')");
+  refused(f, "follow bob alice", "'bob' already follows 'alice'");
+  refused(f, "follow bob zed", "unknown user 'zed'");
+  refused(f, "unfollow carol alice", "'carol' does not follow 'alice'");
+  refused(f, "feed zed", "unknown user 'zed'");
+  refused(f, "--at yesterday like carol 1",
+          "malformed time 'yesterday': use YYYY-MM-DDTHH:MM[:SS]Z (UTC)");
+  refused(f, "demo", "'feed.db' already holds 6 events; `factum-feed demo --fresh` replaces them");
+  refused(f, "demo --users 1 --fresh", "demo users must be between 2 and 1000, not 1");
+}
+
+TEST_CASE("factum-feed: malformed command lines get a one-line error and exit code 1") {
+  Folder f;
+  refused(f, "", "A subcommand is required (see factum-feed --help)");
+  refused(f, "frobnicate", "unknown command 'frobnicate' (see factum-feed --help)");
+  refused(f, "join", "USER is required (see factum-feed --help)");
+  refused(f, "feed alice extra",
+          "The following argument was not expected: extra (see factum-feed --help)");
+  refused(f, "feed alice --limit 0",
+          "--limit: Value 0 not in range 1 to 1000 (see factum-feed --help)");
+}
+
+TEST_CASE(
+    "factum-feed commands other than join and demo refuse a missing store and create no file") {
+  Folder f;
+  const std::string message =
+      "no feed store at 'feed.db' (start one with `factum-feed demo` or `factum-feed join USER`)";
+  for (const char* args : {"post alice hi", "like alice 1", "follow alice bob",
+                           "unfollow alice bob", "feed alice", "stats"}) {
+    refused(f, args, message);
+  }
+  refused(f, "join Alice",
+          "malformed user name 'Alice': use 1-32 lowercase letters, digits, "
+          "'_' or '.', starting with a letter");
+}
+
+TEST_CASE("factum-feed demo creates thousands of events and shows a feed and the stats") {
+  Folder f;
+  const std::string out = f.ok("--at 2024-05-03T21:00:00Z demo");
+  INFO(out);
+  CHECK(out.rfind("Created 80 users, ", 0) == 0);
+  CHECK(contains(out, "over 3 days up to 2024-05-03 21:00:00 UTC"));
+  for (const char* part : {"Feed of alice: 8 of ", "Likes per 5 minutes",
+                           "busiest: ", "Trending: likes per post in 05-03 20:", "Best hours",
+                           "Sessions (30 minutes", "Late events", "Try: factum-feed"}) {
+    CHECK(contains(out, part));
+  }
+  CHECK(factum::EventStore::open(f.db()).head_position() > 3000);
+  CHECK(contains(f.ok("feed alice --limit 3"), "Feed of alice: 3 of "));
+  CHECK(f.ok("--at 2024-05-03T21:00:00Z post alice 'after the demo'").rfind("#", 0) == 0);
+}
+
+TEST_CASE("factum-feed demo refuses a store with events, and --fresh replaces it") {
+  Folder f;
+  small_world(f);
+  refused(f, "demo --users 10 --days 1",
+          "'feed.db' already holds 6 events; `factum-feed demo --fresh` replaces them");
+  const std::string out = f.ok("demo --fresh --users 10 --days 1");
+  CHECK(out.rfind("Created 10 users, ", 0) == 0);
+  CHECK(f.state() != "");
+  CHECK(contains(f.ok("feed alice --limit 1"), "Feed of alice"));
+}
+
+TEST_CASE("factum-feed refuses a file that is not a factum store and leaves it as it was") {
+  Folder f;
+  std::ofstream(f.db()) << "my notes";
+  for (const char* args : {"stats", "join alice", "demo --fresh"}) {
+    const Result r = f.run(args);
+    INFO(args);
+    CHECK(r.code == 1);
+    CHECK(r.err == "factum-feed: 'feed.db' is not a factum store: it is not a SQLite database\n");
+    CHECK(slurp(f.db()) == "my notes");
+  }
+}

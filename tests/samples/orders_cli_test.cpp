@@ -1,0 +1,238 @@
+// tests/samples/orders_cli_test.cpp — factum-orders end to end: runs the binary (its path comes
+// from the build, FACTUM_ORDERS_BIN) in a temporary folder and checks what it prints, its exit
+// code, and that a refused command leaves the store file exactly as it was.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "support/temp_dir.hpp"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A temporary folder to run factum-orders in; `args` is shell text (quote what needs it).
+struct Folder {
+  factum::test::TempDir dir;
+
+  Result run(const std::string& args) const {
+    const auto out = dir.file("stdout.txt");
+    const auto err = dir.file("stderr.txt");
+    const std::string command = "cd '" + dir.path().string() + "' && '" FACTUM_ORDERS_BIN "' " +
+                                args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+  // Runs `args`, which must succeed; returns what it printed.
+  std::string ok(const std::string& args) const {
+    const Result r = run(args);
+    INFO(args, "\n", r.err);
+    REQUIRE(r.code == 0);
+    return r.out;
+  }
+  std::filesystem::path db() const { return dir.file("orders.db"); }
+  factum::Position head() const { return factum::EventStore::open(db()).head_position(); }
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Checks that `args` fails with exactly `message` on one line of stderr, exit code 1, and
+// leaves the store's file byte for byte as it was.
+void refused(const Folder& f, const std::string& args, const std::string& message) {
+  const bool existed = std::filesystem::exists(f.db());
+  const std::string before = existed ? slurp(f.db()) : "";
+  const factum::Position head = existed ? f.head() : 0;
+  const Result r = f.run(args);
+  INFO(args);
+  CHECK(r.code == 1);
+  CHECK(r.err == "factum-orders: " + message + "\n");
+  CHECK(r.out.empty());
+  CHECK(std::filesystem::exists(f.db()) == existed);
+  if (existed) {
+    CHECK(slurp(f.db()) == before);
+    CHECK(f.head() == head);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("--help lists every command and exits 0") {
+  Folder f;
+  const std::string help = f.ok("--help");
+  for (const char* command : {"place", "pay", "ship", "deliver", "cancel", "refund", "show",
+                              "board", "inventory", "outbox", "search", "demo", "--db"}) {
+    CHECK(contains(help, command));
+  }
+  CHECK(contains(f.ok("place --help"), "SKU:QTY:PRICE"));
+}
+
+TEST_CASE("an order's lifecycle from the command line, with the e-mails it sends") {
+  Folder f;
+  CHECK(f.ok("place o-7 ann mug-01:2:12.50 tea-green:1:7.4") ==
+        "placed order o-7 for ann: 2 items, total 32.40\n"
+        "  email to ann@example.com: Order o-7 confirmed: 32.40\n");
+  CHECK(std::filesystem::exists(f.db()));  // --db defaults to orders.db in the current folder
+  CHECK(f.ok("pay o-7") == "order o-7 paid: 32.40\n");
+  CHECK(f.ok("ship o-7") ==
+        "order o-7 shipped, tracking TRK-o-7\n"
+        "  email to ann@example.com: Order o-7 is on its way (tracking TRK-o-7)\n");
+  CHECK(f.ok("deliver o-7") ==
+        "order o-7 delivered\n  email to ann@example.com: Order o-7 was delivered\n");
+  CHECK(f.ok("refund o-7 --reason broken") ==
+        "order o-7 refunded: 32.40\n  email to ann@example.com: Refund of 32.40 for order o-7\n");
+  CHECK(f.head() == 5);
+}
+
+TEST_CASE("cancelling a paid order refunds it, and show names what each event compensates") {
+  Folder f;
+  f.ok("place o-1 bob kettle:1:39");
+  f.ok("pay o-1");
+  CHECK(f.ok("cancel o-1") ==
+        "order o-1 cancelled; payment of 39.00 refunded\n"
+        "  email to bob@example.com: Order o-1 was cancelled\n"
+        "  email to bob@example.com: Refund of 39.00 for order o-1\n");
+  const std::string show = f.ok("show o-1");
+  CHECK(contains(show, "order o-1: cancelled\n"));
+  CHECK(contains(show, "  items     kettle x1 at 39.00\n"));
+  CHECK(contains(show, "  total     39.00 (paid 39.00, refunded 39.00)\n"));
+  CHECK(contains(show, "compensates 1 (orders.OrderPlaced)\n"));
+  CHECK(contains(show,
+                 "compensates 2 (orders.PaymentProcessed), caused by 3 "
+                 "(orders.OrderCancelled)\n"));
+}
+
+TEST_CASE("board, inventory, outbox and search print the read models") {
+  Folder f;
+  f.ok("place o-1 ann mug-01:2:12.50");
+  f.ok("place o-2 bob mug-01:1:12.50 tea-green:3:7.40");
+  f.ok("pay o-1");
+  f.ok("ship o-1");
+  f.ok("cancel o-2");
+  const std::string board = f.ok("board");
+  CHECK(contains(board, "o-2         bob                 cancelled  34.70      0.00      "));
+  CHECK(contains(board, "o-1         ann                 shipped    25.00      0.00      "));
+  CHECK(contains(board, "2 orders: cancelled 1, shipped 1\n"));
+  CHECK(f.ok("board --status shipped --limit 5").find("o-2 ") == std::string::npos);
+  CHECK(f.ok("inventory") ==
+        "sku                 reserved  shipped\n"
+        "mug-01              0         2\n"
+        "tea-green           0         0\n");
+  const std::string outbox = f.ok("outbox");
+  CHECK(contains(outbox, "4 emails sent\n"));
+  CHECK(contains(outbox, "to bob@example.com         Order o-2 was cancelled\n"));
+  CHECK(f.ok("search 'ann ship'") ==
+        "o-1         ann                 shipped    mug-01\n1 order matches 'ann ship'\n");
+  CHECK(f.ok("search tea") ==
+        "o-2         bob                 cancelled  mug-01 tea-green\n1 order matches 'tea'\n");
+  CHECK(f.ok("--db orders.db search nothing-like-it") == "0 orders match 'nothing-like-it'\n");
+}
+
+TEST_CASE("outbox --redelivery delivers every event again and sends nothing twice") {
+  Folder f;
+  f.ok("place o-1 ann mug-01:1:1");
+  f.ok("pay o-1");
+  f.ok("ship o-1");
+  const std::string out = f.ok("outbox --redeliver");
+  CHECK(contains(out,
+                 "redelivered 2 events from position 1: 0 emails sent again, 2 recognised "
+                 "by their key\n"));
+  CHECK(contains(out, "2 emails sent\n"));
+}
+
+TEST_CASE("refused commands print one line, exit 1 and leave the store unchanged") {
+  Folder f;
+  f.ok("place o-1 ann mug-01:1:12.50");
+  refused(f, "ship o-1", "order o-1 is placed, not paid: cannot ship it");
+  refused(f, "deliver o-1", "order o-1 is placed, not shipped: cannot deliver it");
+  refused(f, "pay o-2", "unknown order o-2");
+  refused(f, "show o-2", "unknown order o-2");
+  refused(f, "place o-1 bob mug-01:1:1",
+          "order o-1 exists already (it is placed): cannot place "
+          "it again");
+  refused(f, "place o-3 ann mug-01:1:12.505",
+          "malformed amount '12.505' in 'mug-01:1:12.505': expected a price from 0.01 to "
+          "1000000.00, such as 12.50");
+  refused(f, "place o-3 ann mug-01:two:1",
+          "bad quantity 'two' in 'mug-01:two:1': expected a "
+          "whole number from 1 to 10000");
+  refused(f, "place o-3 ann mug-01",
+          "bad item 'mug-01': expected SKU:QTY:PRICE, such as "
+          "mug-01:2:12.50");
+  refused(f, "pay 'o 1'",
+          "bad order id 'o 1': use 1-40 letters, digits, '-' or '_', starting "
+          "with a letter or digit");
+  f.ok("pay o-1");
+  f.ok("cancel o-1");
+  refused(f, "refund o-1", "order o-1 is cancelled: cannot refund it");
+  refused(f, "cancel o-1", "order o-1 is cancelled: cannot cancel it");
+}
+
+TEST_CASE("commands on a store that does not exist fail without creating it") {
+  Folder f;
+  refused(f, "pay o-1", "no store at orders.db (place an order or run the demo first)");
+  refused(f, "board", "no store at orders.db (place an order or run the demo first)");
+  refused(f, "place o-1 ann mug:1:0",
+          "malformed amount '0' in 'mug:1:0': expected a price from "
+          "0.01 to 1000000.00, such as 12.50");
+  CHECK(!std::filesystem::exists(f.db()));
+}
+
+TEST_CASE("usage errors exit with CLI11's own code and message") {
+  Folder f;
+  const Result none = f.run("");
+  CHECK(none.code > 1);
+  CHECK(!none.err.empty());
+  const Result missing = f.run("place o-1 ann");
+  CHECK(missing.code > 1);
+  CHECK(contains(missing.err, "ITEMS"));
+  CHECK(f.run("frobnicate").code > 1);
+  CHECK(f.run("board --bogus").code > 1);
+  CHECK(!std::filesystem::exists(f.db()));
+}
+
+TEST_CASE("--db names the store file, before or after the subcommand") {
+  Folder f;
+  f.ok("--db shop.db place o-1 ann mug-01:1:1");
+  f.ok("pay o-1 --db shop.db");
+  CHECK(contains(f.ok("show o-1 --db shop.db"), "order o-1: paid"));
+  CHECK(!std::filesystem::exists(f.db()));
+}
+
+TEST_CASE("demo writes a realistic history, and refuses a store with events unless --fresh") {
+  Folder f;
+  const std::string out = f.ok("demo --orders 150");
+  CHECK(contains(out, "150 orders"));
+  CHECK(contains(out, "is placed, not paid: cannot ship it"));
+  CHECK(contains(out, "is cancelled: cannot deliver it"));
+  CHECK(contains(out, "order board: 150 orders"));
+  CHECK(contains(out, "inventory, top SKUs"));
+  CHECK(contains(out, "orders.PaymentRefunded compensates orders.PaymentProcessed"));
+  CHECK(contains(out, " 0 emails sent twice"));
+  const factum::Position head = f.head();
+  CHECK(head > 400);
+  const Result again = f.run("demo --orders 10");
+  CHECK(again.code == 1);
+  CHECK(again.err == "factum-orders: orders.db holds " + std::to_string(head) +
+                         " events already: use --fresh to replace it, or another --db\n");
+  CHECK(f.head() == head);
+  f.ok("demo --orders 10 --fresh");
+  CHECK(f.head() < head);
+  CHECK(contains(f.ok("board --limit 1"), "10 orders: "));
+}

@@ -1,0 +1,98 @@
+// The store the command-line tests run against: three streams, eight events with known ids,
+// causation and correlation links and one compensation, built with the EventStore API.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "support/raw_sql.hpp"
+#include "support/temp_dir.hpp"
+
+namespace factum::test {
+
+using Json = nlohmann::json;
+
+inline EventId id(int n) {
+  char text[40];
+  std::snprintf(text, sizeof text, "0190f5a2-7c3e-7a11-8b22-%012d", n);
+  return EventId::parse(text);
+}
+inline std::string sid(int n) { return id(n).to_string(); }
+
+// Ids: 1 opens account-1, 2 deposits (caused by 1), 3 deposits; 4 opens account-2, 5 withdraws
+// from it (caused by 2); 6 places order-7, 7 charges it (caused by 6), 8 reverses 7
+// (compensates 7). 6, 7 and 8 share correlation id 100; 2 and 5 carry correlation id 1.
+struct SampleStore {
+  TempDir dir;
+  std::filesystem::path path = dir.file("sample.db");
+  Head head;
+
+  SampleStore() {
+    EventStore store = EventStore::open(path, TempStore::fast_options());
+    auto event = [](int n, const std::string& type, const std::string& payload) {
+      EventData e;
+      e.id = id(n);
+      e.type = type;
+      e.payload = to_bytes(payload);
+      e.metadata.actor = "teller-7";
+      return e;
+    };
+    EventData opened = event(1, "bank.AccountOpened", R"({"owner":"Ada"})");
+    opened.metadata.values = {{"channel", "web"}, {"ip", "10.0.0.1"}};
+    EventData deposit = event(2, "bank.MoneyDeposited", R"({"cents":500})");
+    deposit.metadata.causation_id = id(1);
+    deposit.metadata.correlation_id = id(1);
+    store.append("account-1", ExpectedVersion::no_stream(),
+                 std::vector<EventData>{opened, deposit,
+                                        event(3, "bank.MoneyDeposited", R"({"cents":70})")});
+    EventData withdrawn = event(5, "bank.MoneyWithdrawn", R"({"cents":20})");
+    withdrawn.metadata.causation_id = id(2);
+    withdrawn.metadata.correlation_id = id(1);
+    store.append(
+        "account-2", ExpectedVersion::no_stream(),
+        std::vector<EventData>{event(4, "bank.AccountOpened", R"({"owner":"Bob"})"), withdrawn});
+    EventData placed = event(6, "shop.OrderPlaced", R"({"sku":"mug"})");
+    placed.metadata.correlation_id = id(100);
+    EventData charged = event(7, "shop.CardCharged", std::string("\x01\x02\x03", 3));
+    charged.metadata.correlation_id = id(100);
+    charged.metadata.causation_id = id(6);
+    EventData reversed = event(8, "shop.ChargeReversed", "");
+    reversed.metadata.correlation_id = id(100);
+    reversed.metadata.compensates = id(7);
+    store.append("order-7", ExpectedVersion::no_stream(),
+                 std::vector<EventData>{placed, charged, reversed});
+    head = store.head();
+  }
+  std::string file() const { return path.string(); }
+  // Raw SQL behind factum's back (the triggers dropped first).
+  void tamper(const std::string& sql) const { raw_exec(path, std::string(kDropTriggers) + sql); }
+};
+
+inline std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_file(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One line on stderr, starting "factum: ".
+inline bool one_line_error(const CliResult& r) {
+  return r.err.rfind("factum: ", 0) == 0 && lines_of(r.err).size() == 1;
+}
+
+}  // namespace factum::test

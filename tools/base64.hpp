@@ -1,0 +1,20 @@
+// tools/base64.hpp — standard base64 (RFC 4648, with padding) for payloads in exports.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "factum/eventstore/event.hpp"
+
+namespace factum::cli {
+
+std::string base64_encode(const void* data, std::size_t size);
+inline std::string base64_encode(const Bytes& bytes) {
+  return base64_encode(bytes.data(), bytes.size());
+}
+// Decodes canonical base64 (padding required, no whitespace); nullopt when malformed.
+std::optional<Bytes> base64_decode(std::string_view text);
+
+}  // namespace factum::cli

@@ -1,0 +1,147 @@
+// tools/cmd_export.cpp — `factum export DB [--from P] [--to P] [--format jsonl] [-o FILE]`: the
+// log as JSON Lines, one event per line (envelope, metadata, payload as base64, hash), in
+// position order, in constant memory. Each event's hash link is checked on the way, so an
+// export is always one `factum import` accepts; a damaged event stops it with exit 3.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli.hpp"
+#include "event_json.hpp"
+#include "output.hpp"
+#include "progress.hpp"
+#include "store_access.hpp"
+
+namespace factum::cli {
+namespace {
+
+struct ExportOptions {
+  std::string db;
+  Position from = 1;
+  Position to = 0;  // 0: the head
+  std::string format = "jsonl";
+  std::string output;  // empty or "-": stdout
+  bool quiet = false;
+};
+
+std::atomic<bool> g_interrupted{false};
+void on_interrupt(int) { g_interrupted.store(true); }
+
+// Where the lines go: stdout, or a file that is removed unless the export completes.
+class Output {
+ public:
+  explicit Output(const std::string& path) : path_(path == "-" ? std::string() : path) {
+    if (path_.empty()) {
+      file_ = stdout;
+      return;
+    }
+    if (std::filesystem::exists(path_))
+      throw CliError("'" + path_ + "' exists; not overwriting it");
+    file_ = std::fopen(path_.c_str(), "wbx");
+    if (file_ == nullptr) throw CliError("cannot create '" + path_ + "'");
+  }
+  ~Output() {
+    if (file_ != stdout && file_ != nullptr) {
+      std::fclose(file_);
+      if (!complete_) std::remove(path_.c_str());
+    }
+  }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  void write(const std::string& line) {
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+        std::fputc('\n', file_) == EOF) {
+      throw CliError("writing the export failed");
+    }
+  }
+  void complete() {
+    if (std::fflush(file_) != 0) throw CliError("writing the export failed");
+    complete_ = true;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  bool complete_ = false;
+};
+
+// Checks that `e` follows the previously exported event and that its hash matches.
+void check_link(const RecordedEvent& e, Position expected, const std::optional<Hash>& previous) {
+  if (e.position != expected) {
+    throw CliError("the log skips from position " + std::to_string(expected - 1) + " to " +
+                       std::to_string(e.position) + " (events were deleted; run factum verify)",
+                   kDamaged);
+  }
+  if ((previous && e.previous_hash != *previous) || !hash_matches(e)) {
+    throw CliError("the event at position " + std::to_string(e.position) +
+                       " does not match its hash (run factum verify)",
+                   kDamaged);
+  }
+}
+
+int run_export(const ExportOptions& o) {
+  const EventStore store = open_read_only(o.db);
+  const Position head = store.head_position();
+  const Position to = o.to == 0 ? head : std::min(o.to, head);
+  if (o.to != 0 && o.to < o.from) throw CliError("--to is before --from", kUsage);
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  Output out(o.output);
+  Progress bar("export", to >= o.from ? to - o.from + 1 : 0, "events");
+  std::uint64_t count = 0;
+  std::optional<Hash> previous;
+  Hash last{};
+  if (to >= o.from) {
+    for (const RecordedEvent& e : store.read_all(o.from)) {
+      if (e.position > to) break;
+      if (g_interrupted.load()) throw CliError("export interrupted", kInterrupted);
+      check_link(e, o.from + count, previous);
+      out.write(event_to_json(e).dump(-1, ' ', false, Json::error_handler_t::strict));
+      previous = last = e.hash;
+      bar.update(++count);
+    }
+  }
+  out.complete();
+  bar.finish();
+  if (count < (to >= o.from ? to - o.from + 1 : 0)) {
+    throw CliError("the log ended at position " + std::to_string(o.from + count - 1) +
+                       " before position " + std::to_string(to) + " (run factum verify)",
+                   kDamaged);
+  }
+  if (!o.quiet) {
+    if (count == 0) {
+      std::cerr << "exported 0 events\n";
+    } else {
+      std::cerr << "exported " << count << " events, positions " << o.from << " to " << to
+                << "; last hash " << to_hex(last) << '\n';
+    }
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write the log as JSON Lines: envelopes, metadata, payload as base64, hashes");
+  add_db_argument(*cmd, o->db);
+  cmd->add_option("--from", o->from, "First position (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--to", o->to, "Last position (default: the head)")->check(CLI::PositiveNumber);
+  cmd->add_option("--format", o->format, "Output format (only jsonl)")
+      ->check(CLI::IsMember({"jsonl"}));
+  cmd->add_option("--output,-o", o->output, "Write to FILE (must not exist) instead of stdout");
+  cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
+  cmd->callback([&action, o] { action = [o] { return run_export(*o); }; });
+}
+
+}  // namespace factum::cli

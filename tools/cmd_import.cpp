@@ -1,0 +1,259 @@
+// tools/cmd_import.cpp — `factum import DB [FILE] [--head HASH]`: loads a `factum export` (JSON
+// Lines, from a file or stdin) into a new store, keeping every event's position, id, recorded-at
+// time and hash (EventStore::import_events checks each hash against the chain), then verifies
+// the whole store. The store is built in a temporary file beside DB and only moved to DB once
+// it verifies, so a failed or interrupted import leaves nothing behind.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli.hpp"
+#include "event_json.hpp"
+#include "output.hpp"
+#include "progress.hpp"
+#include "store_access.hpp"
+
+namespace factum::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kBatchEvents = 1000;
+constexpr std::size_t kBatchBytes = 16u << 20;
+
+struct ImportOptions {
+  std::string db;
+  std::string input = "-";
+  std::string head;
+  std::string format = "jsonl";
+  bool quiet = false;
+};
+
+std::atomic<bool> g_interrupted{false};
+void on_interrupt(int) { g_interrupted.store(true); }
+
+// The temporary store file and its WAL companions, removed unless kept.
+class TempStoreFile {
+ public:
+  explicit TempStoreFile(const std::string& target)
+      : path_(target + ".import-" + std::to_string(getpid())) {
+    remove_all();
+  }
+  ~TempStoreFile() {
+    if (!kept_) remove_all();
+  }
+  TempStoreFile(const TempStoreFile&) = delete;
+  TempStoreFile& operator=(const TempStoreFile&) = delete;
+  const std::string& path() const noexcept { return path_; }
+
+  // Moves the finished store to `target` without replacing a file created there meanwhile.
+  void move_to(const std::string& target) {
+    std::error_code ec;
+    fs::create_hard_link(path_, target, ec);
+    if (ec == std::errc::file_exists) throw CliError("'" + target + "' was created meanwhile");
+    if (ec) {
+      if (fs::exists(target)) throw CliError("'" + target + "' was created meanwhile");
+      fs::rename(path_, target);  // a file system without hard links
+    }
+    kept_ = true;
+    remove_all();
+  }
+
+ private:
+  void remove_all() noexcept {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ec);
+  }
+  std::string path_;
+  bool kept_ = false;
+};
+
+// Reads the export line by line: from a file (with its size, for the progress bar) or stdin.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) {
+    if (path == "-") {
+      in_ = &std::cin;
+      return;
+    }
+    if (!fs::is_regular_file(path)) throw CliError("'" + path + "': no such file");
+    file_.open(path, std::ios::binary);
+    if (!file_) throw CliError("cannot read '" + path + "'");
+    size_ = static_cast<std::uint64_t>(fs::file_size(path));
+    in_ = &file_;
+  }
+  // The next non-blank line; false at the end.
+  bool next(std::string& line) {
+    while (std::getline(*in_, line)) {
+      ++number_;
+      read_ += line.size() + 1;
+      if (line.find_first_not_of(" \t\r") != std::string::npos) return true;
+    }
+    if (in_->bad()) throw CliError("reading the export failed");
+    return false;
+  }
+  std::uint64_t number() const noexcept { return number_; }
+  std::uint64_t bytes_read() const noexcept { return read_; }
+  std::uint64_t size() const noexcept { return size_; }
+
+ private:
+  std::ifstream file_;
+  std::istream* in_ = nullptr;
+  std::uint64_t size_ = 0;
+  std::uint64_t number_ = 0;
+  std::uint64_t read_ = 0;
+};
+
+// Events waiting to be imported in one transaction, with the line each came from.
+struct Batch {
+  std::vector<RecordedEvent> events;
+  std::vector<std::uint64_t> lines;
+  std::size_t bytes = 0;
+  void clear() {
+    events.clear();
+    lines.clear();
+    bytes = 0;
+  }
+};
+
+std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
+
+// factum's message without its "factum: " prefix (the CLI adds its own).
+std::string bare(const std::exception& e) {
+  const std::string message = e.what();
+  return message.rfind("factum: ", 0) == 0 ? message.substr(8) : message;
+}
+
+// Imports the batch; when it fails, imports its events one at a time to name the failing line.
+void import_batch(EventStore& store, Batch& batch) {
+  if (batch.events.empty()) return;
+  try {
+    store.import_events(batch.events);
+  } catch (const Error&) {
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      try {
+        store.import_events({&batch.events[i], 1});
+      } catch (const CorruptEventError& e) {
+        throw CliError(line_prefix(batch.lines[i]) + bare(e), kDamaged);
+      } catch (const Error& e) {
+        throw CliError(line_prefix(batch.lines[i]) + bare(e));
+      }
+    }
+    throw;  // not reached: one of them failed above
+  }
+  batch.clear();
+}
+
+RecordedEvent parse_line(const std::string& line, std::uint64_t number) {
+  try {
+    return event_from_json(Json::parse(line));
+  } catch (const Json::parse_error&) {
+    throw CliError(line_prefix(number) + "not a JSON object (is this a factum export?)");
+  } catch (const CliError& e) {
+    throw CliError(line_prefix(number) + e.what());
+  }
+}
+
+StoreOptions import_store_options() {
+  StoreOptions options;
+  options.durability = Durability::normal;  // the file is synced when it is closed
+  options.max_payload_size = 1u << 30;      // what another store accepted (SQLite's own limit)
+  options.max_stream_id_length = 1u << 16;
+  return options;
+}
+
+struct Loaded {
+  std::uint64_t events = 0;
+  Head head;
+};
+
+Loaded load(EventStore& store, const ImportOptions& o) {
+  LineReader reader(o.input);
+  Progress bar("import", reader.size(), "bytes");
+  Batch batch;
+  Loaded loaded;
+  std::string line;
+  while (reader.next(line)) {
+    if (g_interrupted.load())
+      throw CliError("import interrupted; nothing was written", kInterrupted);
+    RecordedEvent e = parse_line(line, reader.number());
+    batch.bytes += e.payload.size();
+    batch.events.push_back(std::move(e));
+    batch.lines.push_back(reader.number());
+    ++loaded.events;
+    if (batch.events.size() >= kBatchEvents || batch.bytes >= kBatchBytes) {
+      import_batch(store, batch);
+      bar.update(reader.bytes_read());
+    }
+  }
+  import_batch(store, batch);
+  bar.finish();
+  loaded.head = store.head();
+  return loaded;
+}
+
+void verify_imported(const EventStore& store, const Loaded& loaded, const ImportOptions& o) {
+  if (!o.head.empty() && hash_from_hex(o.head) != loaded.head.hash) {
+    throw CliError("the export ends at position " + std::to_string(loaded.head.position) +
+                       " with hash " + to_hex(loaded.head.hash) + ", not the expected head " +
+                       o.head + ": it was cut off or is another log",
+                   kDamaged);
+  }
+  VerifyOptions options;
+  options.expected_head = loaded.head.hash;
+  Progress bar("verify", loaded.head.position, "events");
+  options.on_progress = [&bar](Position done) { bar.update(done); };
+  const VerifyResult r = store.verify(options);
+  bar.finish();
+  if (!r.ok()) throw CliError("the imported store does not verify: " + r.message, kDamaged);
+}
+
+int run_import(const ImportOptions& o) {
+  if (fs::exists(fs::symlink_status(o.db))) {
+    throw CliError("'" + o.db + "' exists; import creates a new store (choose another name)");
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  TempStoreFile temp(o.db);
+  Loaded loaded;
+  {
+    EventStore store = EventStore::open(temp.path(), import_store_options());
+    loaded = load(store, o);
+    verify_imported(store, loaded, o);
+  }  // closed: the WAL is checkpointed into the file
+  temp.move_to(o.db);
+  if (!o.quiet) {
+    std::cerr << "imported " << loaded.events << " events into '" << o.db << "'; head "
+              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified\n";
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void add_import_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ImportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "import", "Load an export into a new store, keeping ids, order and hashes, and verify it");
+  cmd->add_option("DB", o->db, "The new store file (must not exist)")->required();
+  cmd->add_option("FILE", o->input, "The export (JSON Lines); '-' or none: stdin");
+  cmd->add_option("--head", o->head,
+                  "Fail unless the export ends with this hash (the last hash export printed): "
+                  "catches a cut-off export")
+      ->check(hash_validator());
+  cmd->add_option("--format", o->format, "Input format (only jsonl)")
+      ->check(CLI::IsMember({"jsonl"}));
+  cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
+  cmd->callback([&action, o] { action = [o] { return run_import(*o); }; });
+}
+
+}  // namespace factum::cli

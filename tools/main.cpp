@@ -1,0 +1,121 @@
+// tools/main.cpp — the `factum` program: builds the command line from the command groups,
+// parses it with CLI11, runs the selected command and turns every failure into a one-line
+// message on stderr and a documented exit code (docs/cli.md).
+#include <iostream>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli.hpp"
+#include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_id.hpp"
+
+namespace factum::cli {
+namespace {
+
+constexpr const char* kFooter =
+    "Exit status: 0 ok; 1 error (missing file, not a factum store, unknown stream or event, bad "
+    "input); 2 usage; 3 the log is damaged (verify found a break, or a command met a corrupt "
+    "event); 130 interrupted.\nEvery command but import and checkpoint reset opens the store "
+    "read-only. See docs/cli.md.";
+
+// "factum: <message>" on one line (factum's own messages already start with "factum: ").
+void print_error(std::string message) {
+  if (message.rfind("factum: ", 0) == 0) message.erase(0, 8);
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "factum: " << message << std::endl;
+}
+
+int run(const Action& action) {
+  try {
+    return action();
+  } catch (const CliError& e) {
+    print_error(e.what());
+    return e.code();
+  } catch (const CorruptEventError& e) {
+    print_error(std::string(e.what()) + " (run factum verify)");
+    return kDamaged;
+  } catch (const Error& e) {
+    print_error(e.what());
+    return kError;
+  } catch (const nlohmann::json::exception& e) {
+    print_error(e.what());
+    return kError;
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory");
+    return kError;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kError;
+  }
+}
+
+}  // namespace
+
+CLI::Option* add_db_argument(CLI::App& command, std::string& path) {
+  return command.add_option("DB", path, "The store file")->required();
+}
+
+CLI::Option* add_json_flag(CLI::App& command, bool& json) {
+  return command.add_flag("--json", json, "Print JSON instead of a table (see docs/cli.md)");
+}
+
+const CLI::Validator& event_id_validator() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        try {
+          EventId::parse(text);
+          return {};
+        } catch (const Error&) {
+          return "'" + text + "' is not an event id (a UUID such as " +
+                 "0190f5a2-7c3e-7a11-8b22-3c4d5e6f7081)";
+        }
+      },
+      "UUID");
+  return v;
+}
+
+const CLI::Validator& hash_validator() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        try {
+          hash_from_hex(text);
+          return {};
+        } catch (const Error&) {
+          return "'" + text + "' is not a SHA-256 hash (64 hexadecimal digits)";
+        }
+      },
+      "HASH");
+  return v;
+}
+
+}  // namespace factum::cli
+
+int main(int argc, char** argv) {
+  using namespace factum::cli;
+  CLI::App app("factum: inspect, verify, export and import factum event stores", "factum");
+  app.set_version_flag("--version", "factum " FACTUM_VERSION);
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  Action action;
+  add_info_commands(app, action);
+  add_read_commands(app, action);
+  add_verify_command(app, action);
+  add_audit_command(app, action);
+  add_export_command(app, action);
+  add_import_command(app, action);
+  add_projection_commands(app, action);
+  if (argc < 2) {  // like git: no command, the usage
+    std::cerr << app.help();
+    return kUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kOk : kUsage;
+  }
+  return action ? run(action) : kUsage;
+}

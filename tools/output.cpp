@@ -1,0 +1,227 @@
+// tools/output.cpp — tables, JSON printing and text helpers (see output.hpp).
+#include "output.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "base64.hpp"
+
+namespace factum::cli {
+namespace {
+
+constexpr const char* kHex = "0123456789abcdef";
+
+// The length of the UTF-8 sequence starting at text[i], or 0 when it is not valid UTF-8.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  std::size_t n = 0;
+  std::uint32_t cp = 0;
+  if (b0 < 0x80) return 1;
+  if ((b0 & 0xe0) == 0xc0) {
+    n = 2;
+    cp = b0 & 0x1f;
+  } else if ((b0 & 0xf0) == 0xe0) {
+    n = 3;
+    cp = b0 & 0x0f;
+  } else if ((b0 & 0xf8) == 0xf0) {
+    n = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(text[i + k]);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+void append_escaped(std::string& out, unsigned char b) {
+  out += "\\x";
+  out += kHex[b >> 4];
+  out += kHex[b & 0xf];
+}
+
+}  // namespace
+
+Table::Table(std::vector<Column> columns, std::FILE* out)
+    : columns_(std::move(columns)), out_(out) {
+  for (const Column& c : columns_) widths_.push_back(std::max(c.title.size(), c.min_width));
+}
+
+Table::~Table() {
+  try {
+    flush();
+  } catch (...) {
+    // Nothing sensible to do in a destructor: the output is gone.
+  }
+}
+
+void Table::add(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  ++rows_;
+  if (header_done_) {
+    print(cells);
+    return;
+  }
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    widths_[i] = std::max(widths_[i], display_width(cells[i]));
+  }
+  pending_.push_back(std::move(cells));
+  if (pending_.size() >= kBufferedRows) flush();
+}
+
+void Table::flush() {
+  if (!header_done_) {
+    std::vector<std::string> titles;
+    for (const Column& c : columns_) titles.push_back(c.title);
+    header_done_ = true;
+    print(titles);
+  }
+  for (const auto& row : pending_) print(row);
+  pending_.clear();
+  std::fflush(out_);
+}
+
+void Table::print(const std::vector<std::string>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const bool last = i + 1 == cells.size();
+    const std::size_t width = display_width(cells[i]);
+    const std::string pad(widths_[i] > width ? widths_[i] - width : 0, ' ');
+    if (i > 0) line += "  ";
+    if (columns_[i].align == Align::right) {
+      line += pad + cells[i];
+    } else {
+      line += cells[i];
+      if (!last) line += pad;
+    }
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), out_);
+}
+
+void print_fields(const std::vector<std::pair<std::string, std::string>>& fields,
+                  const std::string& indent) {
+  std::size_t width = 0;
+  for (const auto& [label, value] : fields) width = std::max(width, label.size());
+  for (const auto& [label, value] : fields) {
+    std::cout << indent << label << std::string(width - label.size() + 2, ' ') << value << '\n';
+  }
+}
+
+void print_json(const Json& value) {
+  std::cout << value.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+void print_json_line(const Json& value) {
+  std::cout << value.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+std::string format_time(Timestamp t) {
+  using namespace std::chrono;
+  const auto day = floor<days>(t);
+  const year_month_day ymd{day};
+  auto us = (t - day).count();
+  const auto h = us / 3'600'000'000;
+  us %= 3'600'000'000;
+  const auto m = us / 60'000'000;
+  us %= 60'000'000;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<long long>(h),
+                static_cast<long long>(m), static_cast<long long>(us / 1'000'000),
+                static_cast<long long>(us % 1'000'000));
+  return buf;
+}
+
+std::string format_day(std::int64_t days_since_epoch) {
+  using namespace std::chrono;
+  const year_month_day ymd{sys_days{days{days_since_epoch}}};
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
+  return buf;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (v >= 1024 && unit < 3) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
+bool is_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0 || b < 0x20 || b == 0x7f) {
+      append_escaped(out, b);
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string preview(const Bytes& payload, std::size_t max) {
+  if (payload.empty()) return "(empty)";
+  const std::string_view text(reinterpret_cast<const char*>(payload.data()), payload.size());
+  const bool has_control = std::any_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (has_control || !is_utf8(text)) return "(" + std::to_string(payload.size()) + " bytes)";
+  std::size_t end = 0;
+  std::size_t chars = 0;
+  while (end < text.size() && chars < max) {
+    end += utf8_length(text, end);
+    ++chars;
+  }
+  return std::string(text.substr(0, end)) + (end < text.size() ? "..." : "");
+}
+
+Json json_text(const std::string& text) {
+  if (is_utf8(text)) return text;
+  Json wrapped = Json::object();
+  wrapped["base64"] = base64_encode(text.data(), text.size());
+  return wrapped;
+}
+
+std::size_t display_width(std::string_view text) {
+  std::size_t width = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xc0) != 0x80) ++width;
+  }
+  return width;
+}
+
+}  // namespace factum::cli

@@ -1,0 +1,85 @@
+// tools/output.hpp — how the commands print: aligned tables for people, JSON for scripts, and
+// the text helpers both use (times, sizes, terminal-safe strings, payload previews).
+//
+// Tables stream: rows are buffered until the first flush (kBufferedRows rows or an explicit
+// flush()), which fixes the column widths from the header and the rows seen so far; later rows
+// keep those widths (a longer cell just pushes its line wider). So a listing of ten million
+// events prints in constant memory and still lines up.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "factum/eventstore/event.hpp"
+
+namespace factum::cli {
+
+using Json = nlohmann::ordered_json;
+
+enum class Align { left, right };
+
+struct Column {
+  std::string title;
+  Align align = Align::left;
+  std::size_t min_width = 0;  // width before any row is seen (for --follow)
+};
+
+class Table {
+ public:
+  static constexpr std::size_t kBufferedRows = 1000;
+
+  explicit Table(std::vector<Column> columns, std::FILE* out = stdout);
+  ~Table();  // flushes
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // Adds a row (one cell per column; cells are printed as given: make them safe first).
+  void add(std::vector<std::string> cells);
+  // Prints the buffered rows (and the header, the first time) and flushes the stream.
+  void flush();
+  // Rows added so far.
+  std::uint64_t rows() const noexcept { return rows_; }
+
+ private:
+  void print(const std::vector<std::string>& cells);
+  std::vector<Column> columns_;
+  std::FILE* out_;
+  std::vector<std::size_t> widths_;
+  std::vector<std::vector<std::string>> pending_;
+  bool header_done_ = false;
+  std::uint64_t rows_ = 0;
+};
+
+// Label/value lines ("head position   1000"), labels padded to the longest.
+void print_fields(const std::vector<std::pair<std::string, std::string>>& fields,
+                  const std::string& indent = "");
+
+// JSON: one document, indented (reports), or one line (listings: JSON Lines).
+void print_json(const Json& value);
+void print_json_line(const Json& value);
+
+// "2026-12-02T12:29:19.620741Z" (UTC, microseconds).
+std::string format_time(Timestamp t);
+// "2026-12-02" for a day number (days since 1970-01-01).
+std::string format_day(std::int64_t days_since_epoch);
+// "1.2 MiB" (binary units); "512 B" below a KiB.
+std::string human_bytes(std::uint64_t bytes);
+
+// True when `text` is valid UTF-8.
+bool is_utf8(std::string_view text);
+// `text` safe for a terminal: control characters and bytes that are not UTF-8 as \xNN.
+std::string printable(std::string_view text);
+// A short view of a payload for tables: its text when it is printable UTF-8 (cut at `max`
+// characters), else "(N bytes)"; "(empty)" for no bytes.
+std::string preview(const Bytes& payload, std::size_t max = 40);
+// `text` as a JSON value: a string when it is valid UTF-8, else {"base64": "..."} (stream ids,
+// types, actors and metadata may hold any bytes; docs/storage-format.md).
+Json json_text(const std::string& text);
+// Display width of a UTF-8 string in terminal columns (code points; no wide characters).
+std::size_t display_width(std::string_view text);
+
+}  // namespace factum::cli

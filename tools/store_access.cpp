@@ -1,0 +1,52 @@
+// tools/store_access.cpp — opening store files for the commands (see store_access.hpp).
+#include "store_access.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include "cli.hpp"
+
+namespace factum::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+void check_path(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) throw CliError("'" + path + "': no such file");
+  if (fs::is_directory(status)) throw CliError("'" + path + "' is a directory, not a store file");
+}
+
+EventStore open_existing(const std::string& path, bool read_only) {
+  check_path(path);
+  StoreOptions options;
+  options.read_only = read_only;
+  options.create_if_missing = false;
+  return EventStore::open(path, options);
+}
+
+}  // namespace
+
+EventStore open_read_only(const std::string& path) { return open_existing(path, true); }
+
+EventStore open_writable(const std::string& path) { return open_existing(path, false); }
+
+std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql) {
+  std::optional<std::int64_t> out;
+  store.read_sql([&](Sql& s) { out = s.query_integer(sql); });
+  return out;
+}
+
+std::uint64_t max_position(const EventStore& store) {
+  return static_cast<std::uint64_t>(
+      query_int(store, "SELECT max(position) FROM events").value_or(0));
+}
+
+std::uint64_t file_size_or_zero(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<std::uint64_t>(size);
+}
+
+}  // namespace factum::cli

@@ -1,0 +1,30 @@
+// tools/store_access.hpp — opening a store file for a command: read-only for every command but
+// import and checkpoint reset, never creating a file, with one-line errors for a missing path,
+// a directory, or a file that is not a factum store. Also small read-only SQL helpers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "factum/eventstore/event_store.hpp"
+
+namespace factum::cli {
+
+// Opens an existing store read-only (never created, never written). Throws CliError for a
+// missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.
+EventStore open_read_only(const std::string& path);
+// Opens an existing store for writing (checkpoint reset). Never creates a file.
+EventStore open_writable(const std::string& path);
+
+// One integer from a read-only query (the first column of the first row), if any.
+std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql);
+
+// The highest position in the events table (0 when empty), read without checking any row: the
+// total of a progress bar.
+std::uint64_t max_position(const EventStore& store);
+
+// The size of a file in bytes, 0 when it does not exist.
+std::uint64_t file_size_or_zero(const std::string& path);
+
+}  // namespace factum::cli
