@@ -161,6 +161,23 @@ std::string brief_line(const RecordedEvent& e) {
          std::to_string(e.stream_version) + ", " + printable(e.type);
 }
 
+// "15 bytes: {"owner":"Ada"}" for text, "3 bytes: 0x010203" for binary (first 32 bytes).
+std::string payload_line(const Bytes& payload) {
+  std::string shown = preview(payload, 60);
+  if (!payload.empty() && shown.front() == '(') {
+    static constexpr char kHex[] = "0123456789abcdef";
+    shown = "0x";
+    for (std::size_t i = 0; i < std::min<std::size_t>(payload.size(), 32); ++i) {
+      const auto b = static_cast<unsigned char>(payload[i]);
+      shown += kHex[b >> 4];
+      shown += kHex[b & 0xf];
+    }
+    if (payload.size() > 32) shown += "...";
+  }
+  return std::to_string(payload.size()) + " bytes" +
+         (payload.empty() ? "" : ": " + printable(shown));
+}
+
 void print_event(const Audit& a) {
   const RecordedEvent& e = a.event;
   const Metadata& m = e.metadata;
@@ -180,8 +197,7 @@ void print_event(const Audit& a) {
        {"compensates",
         id_or_dash(m.compensates) + (a.compensated ? " (" + brief_line(*a.compensated) + ")" : "")},
        {"values", values.empty() ? "-" : values},
-       {"payload",
-        std::to_string(e.payload.size()) + " bytes: " + printable(preview(e.payload, 60))},
+       {"payload", payload_line(e.payload)},
        {"hash",
         to_hex(e.hash) + (a.hash_ok ? " (matches)" : " (DOES NOT MATCH: run factum verify)")}},
       "  ");
