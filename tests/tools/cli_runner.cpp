@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -34,26 +37,84 @@ std::filesystem::path fresh_dir() {
   return dir;
 }
 
+// This process's environment with `changes` (NAME=VALUE) added or replacing the same NAME.
+std::vector<std::string> environment_with(const std::vector<std::string>& changes) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) out.emplace_back(*e);
+  for (const std::string& change : changes) {
+    const std::string name = change.substr(0, change.find('=') + 1);
+    std::erase_if(out, [&](const std::string& e) { return e.rfind(name, 0) == 0; });
+    out.push_back(change);
+  }
+  return out;
+}
+
+// The VmHWM line of /proc/PID/status in KiB (0 once the process is gone).
+long peak_rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
 }  // namespace
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const std::filesystem::path& input)
-    : dir_(fresh_dir()) {
+    : CliProcess(args, CliOptions{input, false, false, {}}) {}
+
+CliProcess::CliProcess(const std::vector<std::string>& args, const CliOptions& options)
+    : dir_(fresh_dir()), sample_memory_(options.sample_memory) {
   std::vector<std::string> argv_storage{FACTUM_CLI_PATH};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_storage = environment_with(options.env);
+  std::vector<char*> envp;
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   const std::string out = (dir_ / "out").string();
-  const std::string err = (dir_ / "err").string();
-  const std::string in = input.empty() ? std::string("/dev/null") : input.string();
+  std::string err = (dir_ / "err").string();
+  if (options.stderr_terminal) {
+    terminal_ = posix_openpt(O_RDWR | O_NOCTTY);
+    if (terminal_ < 0 || grantpt(terminal_) != 0 || unlockpt(terminal_) != 0) {
+      throw std::runtime_error("cannot open a pseudo-terminal");
+    }
+    err = ptsname(terminal_);
+  }
+  const std::string in = options.input.empty() ? std::string("/dev/null") : options.input.string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, in.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  if (options.stderr_terminal) {
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_RDWR | O_NOCTTY, 0);
+    posix_spawn_file_actions_addclose(&actions, terminal_);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
+  const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error(std::string("cannot run factum: ") + std::strerror(rc));
+  if (terminal_ >= 0) {
+    // Drained as the program writes, so it never blocks on a full terminal buffer; the read
+    // fails (EIO) once the program has exited and closed the other side.
+    terminal_reader_ = std::thread([this] {
+      char buffer[4096];
+      for (;;) {
+        const ssize_t n = read(terminal_, buffer, sizeof buffer);
+        if (n > 0) {
+          terminal_text_.append(buffer, static_cast<std::size_t>(n));
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          break;
+        }
+      }
+    });
+  }
 }
 
 CliProcess::~CliProcess() {
@@ -61,6 +122,7 @@ CliProcess::~CliProcess() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
+  collect_terminal();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }
@@ -68,20 +130,34 @@ CliProcess::~CliProcess() {
 CliResult CliProcess::wait(std::chrono::milliseconds deadline) {
   const auto until = std::chrono::steady_clock::now() + deadline;
   int status = 0;
+  long peak = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (sample_memory_) peak = std::max(peak, peak_rss_kib(pid_));
     if (std::chrono::steady_clock::now() > until) {
       kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(sample_memory_ ? 2 : 5));
   }
   pid_ = -1;
   CliResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(dir_ / "out");
-  r.err = slurp(dir_ / "err");
+  if (terminal_ >= 0) {
+    collect_terminal();
+    r.err = terminal_text_;
+  } else {
+    r.err = slurp(dir_ / "err");
+  }
+  r.peak_rss_kib = peak;
   return r;
+}
+
+void CliProcess::collect_terminal() {
+  if (terminal_reader_.joinable()) terminal_reader_.join();
+  if (terminal_ >= 0) close(terminal_);
+  terminal_ = -1;
 }
 
 void CliProcess::signal(int sig) {
@@ -92,6 +168,11 @@ std::string CliProcess::out_so_far() const { return slurp(dir_ / "out"); }
 
 CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::path& input) {
   CliProcess p(args, input);
+  return p.wait();
+}
+
+CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options) {
+  CliProcess p(args, options);
   return p.wait();
 }
 

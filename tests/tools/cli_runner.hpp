@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace factum::test {
@@ -15,6 +16,17 @@ struct CliResult {
   int code = -1;  // the exit status; 128 + N when killed by signal N
   std::string out;
   std::string err;
+  // With CliOptions::sample_memory: the highest VmHWM (peak resident set, KiB) read from
+  // /proc while the program ran, a lower bound of its true peak sampled every 2 ms.
+  long peak_rss_kib = 0;
+};
+
+struct CliOptions {
+  std::filesystem::path input;  // a file for its stdin (empty: /dev/null)
+  // Its stderr is a pseudo-terminal (as in an interactive shell); `err` is what it wrote there.
+  bool stderr_terminal = false;
+  bool sample_memory = false;    // fill CliResult::peak_rss_kib
+  std::vector<std::string> env;  // NAME=VALUE pairs added to (or replacing in) its environment
 };
 
 // A started `factum ARGS...`; wait() collects it.
@@ -22,6 +34,7 @@ class CliProcess {
  public:
   // `input`: a file for its stdin (empty: /dev/null).
   CliProcess(const std::vector<std::string>& args, const std::filesystem::path& input = {});
+  CliProcess(const std::vector<std::string>& args, const CliOptions& options);
   ~CliProcess();
   CliProcess(const CliProcess&) = delete;
   CliProcess& operator=(const CliProcess&) = delete;
@@ -33,12 +46,18 @@ class CliProcess {
   std::string out_so_far() const;
 
  private:
+  void collect_terminal();
   std::filesystem::path dir_;
   pid_t pid_ = -1;
+  bool sample_memory_ = false;
+  int terminal_ = -1;  // the pseudo-terminal's master side (stderr_terminal)
+  std::thread terminal_reader_;
+  std::string terminal_text_;  // what the program wrote to the terminal
 };
 
 // Runs `factum ARGS...` to its end.
 CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::path& input = {});
+CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options);
 
 // The non-empty lines of `text`.
 std::vector<std::string> lines_of(const std::string& text);

@@ -1,0 +1,108 @@
+// The factum command line on stores large enough to matter: verify and export walk the log in
+// constant memory, and draw a progress bar on stderr only when stderr is a terminal.
+#include "cli_fixture.hpp"
+
+namespace factum::test {
+namespace {
+
+// A store of `events` events over 100 streams, appended 500 at a time, each with a
+// 120-byte payload and an actor.
+std::filesystem::path large_store(const TempDir& dir, const std::string& name, int events) {
+  const std::filesystem::path path = dir.file(name);
+  EventStore store = EventStore::open(path, TempStore::fast_options());
+  std::vector<EventData> batch;
+  for (int n = 0; n < events; ++n) {
+    EventData e;
+    e.type = "bulk.Recorded";
+    std::string payload = "{\"n\":" + std::to_string(n) + ",\"note\":\"";
+    payload.resize(118, 'x');
+    e.payload = to_bytes(payload + "\"}");
+    e.metadata.actor = "loader";
+    batch.push_back(std::move(e));
+    if (batch.size() == 500 || n + 1 == events) {
+      store.append("bulk-" + std::to_string(n % 100), ExpectedVersion::any(), batch);
+      batch.clear();
+    }
+  }
+  return path;
+}
+
+// ASan keeps freed memory in quarantine (256 MiB by default), which would look like growth: the
+// programs measured here run with a small one. Without ASan the variable is ignored.
+CliOptions measured() {
+  CliOptions o;
+  o.sample_memory = true;
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  o.env.push_back(std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
+                  "quarantine_size_mb=1:thread_local_quarantine_size_kb=64");
+  return o;
+}
+
+// 20,000 events against 200,000: an export of the larger store writes about 60 MB, which a
+// program that held the log (or its output) in memory would add to its peak; one that streams
+// it needs the same few MB for both (SQLite's page cache, one page of events, buffers).
+TEST_CASE("verify and export of 10x more events need no more memory") {
+  TempDir dir;
+  const auto small = large_store(dir, "small.db", 20'000);
+  const auto large = large_store(dir, "large.db", 200'000);
+  constexpr long kSlackKib = 16 * 1024;
+
+  const CliResult verify_small = run_cli({"verify", small.string()}, measured());
+  const CliResult verify_large = run_cli({"verify", large.string()}, measured());
+  REQUIRE(verify_small.code == 0);
+  REQUIRE(verify_large.code == 0);
+  CHECK(contains(verify_large.out, "ok: 200000 events"));
+  INFO("verify peak RSS: small " << verify_small.peak_rss_kib << " KiB, large "
+                                 << verify_large.peak_rss_kib << " KiB");
+  CHECK(verify_small.peak_rss_kib > 0);
+  CHECK(verify_large.peak_rss_kib < verify_small.peak_rss_kib + kSlackKib);
+
+  const auto out_small = dir.file("small.jsonl");
+  const auto out_large = dir.file("large.jsonl");
+  const CliResult export_small =
+      run_cli({"export", small.string(), "-o", out_small.string()}, measured());
+  const CliResult export_large =
+      run_cli({"export", large.string(), "-o", out_large.string()}, measured());
+  REQUIRE(export_small.code == 0);
+  REQUIRE(export_large.code == 0);
+  CHECK(contains(export_large.err, "exported 200000 events"));
+  REQUIRE(std::filesystem::file_size(out_large) > 4 * kSlackKib * 1024);
+  INFO("export peak RSS: small " << export_small.peak_rss_kib << " KiB, large "
+                                 << export_large.peak_rss_kib << " KiB");
+  CHECK(export_large.peak_rss_kib < export_small.peak_rss_kib + kSlackKib);
+}
+
+// The bar is redrawn at most ten times a second, starting 0.1 s into the walk, as
+// "\r<label> [###...] 42% n/total events  rate/s  eta Ns" and erased with "\r\033[K" at the end.
+TEST_CASE("verify, export and import draw a progress bar only when stderr is a terminal") {
+  TempDir dir;
+  const auto store = large_store(dir, "store.db", 150'000);
+  CliOptions terminal;
+  terminal.stderr_terminal = true;
+
+  const CliResult verify = run_cli({"verify", store.string()}, terminal);
+  CHECK(verify.code == 0);
+  CHECK(contains(verify.out, "ok: 150000 events"));
+  CHECK(contains(verify.err, "\rverify ["));
+  CHECK(contains(verify.err, "/150,000 events"));
+  CHECK(verify.err.rfind("\r\033[K") + 4 == verify.err.size());  // erased: nothing after it
+
+  const CliResult piped = run_cli({"verify", store.string()});
+  CHECK(piped.code == 0);
+  CHECK(piped.err.empty());
+
+  const CliResult exported =
+      run_cli({"export", store.string(), "-o", dir.file("out.jsonl").string()}, terminal);
+  CHECK(exported.code == 0);
+  CHECK(contains(exported.err, "\rexport ["));
+  CHECK(contains(exported.err, "exported 150000 events"));
+
+  const CliResult imported =
+      run_cli({"import", dir.file("copy.db").string(), dir.file("out.jsonl").string()}, terminal);
+  CHECK(imported.code == 0);
+  CHECK(contains(imported.err, "\rimport ["));
+  CHECK(contains(imported.err, " bytes "));
+}
+
+}  // namespace
+}  // namespace factum::test
