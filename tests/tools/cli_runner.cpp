@@ -58,10 +58,16 @@ long peak_rss_kib(pid_t pid) {
   return 0;
 }
 
+CliOptions make_options(const std::filesystem::path& input) {
+  CliOptions o;
+  o.input = input;
+  return o;
+}
+
 }  // namespace
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const std::filesystem::path& input)
-    : CliProcess(args, CliOptions{input, false, false, {}}) {}
+    : CliProcess(args, make_options(input)) {}
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const CliOptions& options)
     : dir_(fresh_dir()), sample_memory_(options.sample_memory) {
@@ -128,7 +134,8 @@ CliProcess::~CliProcess() {
 }
 
 CliResult CliProcess::wait(std::chrono::milliseconds deadline) {
-  const auto until = std::chrono::steady_clock::now() + deadline;
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + deadline;
   int status = 0;
   long peak = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
@@ -151,6 +158,8 @@ CliResult CliProcess::wait(std::chrono::milliseconds deadline) {
     r.err = slurp(dir_ / "err");
   }
   r.peak_rss_kib = peak;
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
   return r;
 }
 
@@ -173,7 +182,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::p
 
 CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options) {
   CliProcess p(args, options);
-  return p.wait();
+  return p.wait(options.deadline);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

@@ -19,6 +19,7 @@ struct CliResult {
   // With CliOptions::sample_memory: the highest VmHWM (peak resident set, KiB) read from
   // /proc while the program ran, a lower bound of its true peak sampled every 2 ms.
   long peak_rss_kib = 0;
+  std::chrono::milliseconds took{0};  // from wait() to its exit
 };
 
 struct CliOptions {
@@ -27,6 +28,7 @@ struct CliOptions {
   bool stderr_terminal = false;
   bool sample_memory = false;    // fill CliResult::peak_rss_kib
   std::vector<std::string> env;  // NAME=VALUE pairs added to (or replacing in) its environment
+  std::chrono::milliseconds deadline = std::chrono::seconds(20);  // run_cli: then SIGKILL
 };
 
 // A started `factum ARGS...`; wait() collects it.
