@@ -15,12 +15,13 @@
 //             chain itself;
 //   - cli:    `factum verify FILE` run as a child process (process start and open included),
 //             when the bench was built with the tools (FACTUM_CLI is defined) or --cli names
-//             the binary.
+//             the binary; with --export, `factum export FILE` (JSON Lines to /dev/null) once,
+//             for information (export checks each hash link and writes base64 JSON).
 // Target: factum's verify at least 500,000 events/s (and its ratio against the raw ceiling
 // is printed).
 //
 //   verify_bench [--events N] [--repeat N] [--payload BYTES] [--store FILE] [--dir DIR]
-//                [--cli PATH | --no-cli] [--json] [--strict]
+//                [--cli PATH | --no-cli] [--export] [--json] [--strict]
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
@@ -66,6 +67,7 @@ struct Config {
   fs::path store;  // reuse this file (built when missing) instead of a temporary one
   fs::path dir;
   std::string cli;
+  bool export_too = false;
   bool json = false;
   bool strict = false;
 };
@@ -74,7 +76,8 @@ struct Config {
   (status == 0 ? std::cout : std::cerr)
       << "verify_bench: " << problem << "\n"
       << "usage: verify_bench [--events N] [--repeat N] [--payload BYTES] [--store FILE]\n"
-         "                    [--dir DIR] [--cli PATH | --no-cli] [--json] [--strict]\n"
+         "                    [--dir DIR] [--cli PATH | --no-cli] [--export] [--json]\n"
+         "                    [--strict]\n"
          "  --events N       events in the log (default 1000000)\n"
          "  --repeat N       timed runs per side, best counts (default 3)\n"
          "  --payload BYTES  payload size of each event (default 64)\n"
@@ -82,6 +85,7 @@ struct Config {
          "  --dir DIR        where the temporary store goes (default $TMPDIR or /tmp)\n"
          "  --cli PATH       time `PATH verify FILE` too (default: the factum built with\n"
          "                   the bench, when the tools are built); --no-cli skips it\n"
+         "  --export         also time `factum export FILE` (to /dev/null) once\n"
          "  --json           print the results as JSON\n"
          "  --strict         exit with status 1 when the target is missed\n";
   std::exit(status);
@@ -124,6 +128,8 @@ Config parse(int argc, char** argv) {
       c.cli = value();
     } else if (arg == "--no-cli") {
       c.cli.clear();
+    } else if (arg == "--export") {
+      c.export_too = true;
     } else if (arg == "--json") {
       c.json = true;
     } else if (arg == "--strict") {
@@ -338,9 +344,11 @@ Run run_raw(const fs::path& file) {
   return {seconds_since(start), cpu_seconds() - cpu, events};
 }
 
-Run run_cli(const std::string& cli, const fs::path& file, std::uint64_t events) {
+// `cli COMMAND FILE` (verify or export), its stdout to /dev/null.
+Run run_cli(const std::string& cli, const char* command, const fs::path& file,
+            std::uint64_t events) {
   const std::string path = file.string();
-  std::vector<char*> argv{const_cast<char*>(cli.c_str()), const_cast<char*>("verify"),
+  std::vector<char*> argv{const_cast<char*>(cli.c_str()), const_cast<char*>(command),
                           const_cast<char*>(path.c_str()), nullptr};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -358,7 +366,8 @@ Run run_cli(const std::string& cli, const fs::path& file, std::uint64_t events) 
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
   };
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error(cli + " verify failed (status " + std::to_string(status) + ")");
+    throw std::runtime_error(cli + " " + command + " failed (status " + std::to_string(status) +
+                             ")");
   }
   return {seconds, secs(usage.ru_utime) + secs(usage.ru_stime), events};
 }
@@ -405,7 +414,11 @@ int run(const Config& c) {
       keep(best_factum, run_factum(file));
       keep(best_raw, run_raw(file));
     }
-    if (!c.cli.empty()) keep(best_cli, run_cli(c.cli, file, best_factum.events));
+    if (!c.cli.empty()) keep(best_cli, run_cli(c.cli, "verify", file, best_factum.events));
+  }
+  Run exported;
+  if (c.export_too && !c.cli.empty()) {
+    exported = run_cli(c.cli, "export", file, best_factum.events);
   }
   const double ratio = best_factum.rate() / best_raw.rate();
   const double cpu_ratio = best_factum.cpu_rate() / best_raw.cpu_rate();
@@ -421,6 +434,7 @@ int run(const Config& c) {
     std::cout << std::setprecision(3) << "{\"events\": " << best_factum.events << ", "
               << side("factum", best_factum) << ", " << side("raw", best_raw);
     if (best_cli.events != 0) std::cout << ", " << side("cli", best_cli);
+    if (exported.events != 0) std::cout << ", " << side("cli_export", exported);
     std::cout << ", \"ratio\": " << ratio << ", \"cpu_ratio\": " << cpu_ratio
               << ", \"target_events_per_s\": " << static_cast<std::uint64_t>(kTargetEventsPerSecond)
               << ", \"pass\": " << (pass ? "true" : "false") << "}\n";
@@ -435,6 +449,7 @@ int run(const Config& c) {
     line("factum  EventStore::verify ", best_factum, "");
     line("raw     sqlite3 + SHA-256  ", best_raw, "");
     if (best_cli.events != 0) line("cli     factum verify FILE ", best_cli, ", process included");
+    if (exported.events != 0) line("cli     factum export FILE ", exported, ", one run, no target");
     std::cout << "  ratio factum/raw " << std::setprecision(2) << ratio << " (CPU " << cpu_ratio
               << "); target " << grouped(kTargetEventsPerSecond)
               << " events/s: " << (pass ? "PASS" : "MISS") << "\n";

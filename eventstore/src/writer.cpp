@@ -274,6 +274,7 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
   AppendResult result;
   result.first_position = tail.position + 1;
   StreamVersion version = current;
+  if (committed != nullptr && committed->empty()) committed->reserve(a.events.size());
   for (const EventData& e : a.events) {
     check_compensates(e, *key, a.stream);
     EventFields f;
