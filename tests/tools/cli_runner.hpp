@@ -19,7 +19,6 @@ struct CliResult {
   // With CliOptions::sample_memory: the highest VmHWM (peak resident set, KiB) read from
   // /proc while the program ran, a lower bound of its true peak sampled every 2 ms.
   long peak_rss_kib = 0;
-  std::chrono::milliseconds took{0};  // from wait() to its exit
 };
 
 struct CliOptions {
