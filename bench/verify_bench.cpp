@@ -417,7 +417,9 @@ int run(const Config& c) {
     if (!c.cli.empty()) keep(best_cli, run_cli(c.cli, "verify", file, best_factum.events));
   }
   Run exported;
-  if (c.export_too && !c.cli.empty()) {
+  if (c.export_too && c.cli.empty()) {
+    std::cerr << "verify_bench: --export needs the factum binary (--cli PATH); not timed\n";
+  } else if (c.export_too) {
     exported = run_cli(c.cli, "export", file, best_factum.events);
   }
   const double ratio = best_factum.rate() / best_raw.rate();

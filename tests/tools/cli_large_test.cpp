@@ -105,7 +105,6 @@ TEST_CASE("verify, export and import draw a progress bar only when stderr is a t
   const CliResult imported =
       run_cli({"import", dir.file("copy.db").string(), dir.file("out.jsonl").string()}, terminal);
   CHECK(imported.code == 0);
-
   CHECK(contains(imported.err, "\rimport ["));
   CHECK(contains(imported.err, " bytes "));
 }
