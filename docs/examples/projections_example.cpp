@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,8 +111,8 @@ std::int64_t query(factum::EventStore& store, const std::string& sql_text) {
 }  // namespace
 
 int main() {
-  const auto dir = std::filesystem::temp_directory_path() / "factum-projections-example";
-  std::filesystem::remove_all(dir);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("factum-projections-example-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
   auto store = factum::EventStore::open(dir / "bank.db");
   for (int i = 0; i < 300; ++i) {

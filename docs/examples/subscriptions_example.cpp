@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,8 +38,8 @@ factum::EventData event(const std::string& type, const std::string& payload) {
 }  // namespace
 
 int main() {
-  const auto dir = std::filesystem::temp_directory_path() / "factum-subscriptions-example";
-  std::filesystem::remove_all(dir);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("factum-subscriptions-example-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
   auto store = factum::EventStore::open(dir / "shop.db");
 

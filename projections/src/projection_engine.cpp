@@ -16,6 +16,7 @@ struct ProjectionEngine::Impl {
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Runner>, std::less<>> runners;
   boost::signals2::scoped_connection hook;
+  boost::signals2::scoped_connection committed;
 
   std::vector<std::shared_ptr<Runner>> all() const {
     std::lock_guard lock(mu);
@@ -38,10 +39,17 @@ ProjectionEngine::ProjectionEngine(EventStore& store, EngineOptions options)
     }
     for (const auto& runner : inline_runners) runner->on_append(tx);
   });
+  // An inline failure is recorded inside the append's transaction; it is reported once that
+  // transaction has committed (before append() returns to its caller).
+  impl_->committed =
+      store_.on_appended().connect([impl = impl_](const std::vector<RecordedEvent>&) {
+        for (const auto& runner : impl->all()) runner->publish_failure();
+      });
 }
 
 ProjectionEngine::~ProjectionEngine() {
   impl_->hook.disconnect();
+  impl_->committed.disconnect();
   stop();
 }
 

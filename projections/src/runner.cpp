@@ -86,7 +86,7 @@ void ProjectionEngine::Runner::start() {
   // Inline means inline once add() returns: wait until the thread has caught up and the
   // append hook applies the projection (or it failed, or it is rebuilding a new version).
   std::unique_lock lock(mu_);
-  while (!active_ && !failed_ && !rebuilding_)
+  while (!active_ && state_ != ProjectionState::failed && !rebuilding_)
     changed_.wait_for(lock, std::chrono::milliseconds(5));
 }
 
@@ -299,6 +299,7 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
     target.follower->restart(0);  // reloaded from the checkpoint by body
     store_.write_sql([&](Sql& sql) { body(sql, true); });
   }
+  publish_failure();
   if (adopted) {
     follower_.restart(0);
     rebuild_follower_.restart(0);
@@ -360,17 +361,26 @@ bool ProjectionEngine::Runner::apply_one(Sql* sql, ProjectionContext& ctx, const
   return false;
 }
 
+// Inside the batch's (or the append's) transaction: the projection stops applying at once, but
+// status() and wait_for() report the failure only once the checkpoint before it has committed
+// (publish_failure), so that no reader sees a failed projection with the checkpoint it had
+// before the batch.
 void ProjectionEngine::Runner::record_failure(const RecordedEvent& e, const std::string& message) {
+  std::lock_guard lock(mu_);
+  row_.error = ProjectionFailure{e.position, e.type, message};
+  if (options_.on_failure == FailurePolicy::stop) {
+    row_.state = "failed";
+    failed_ = true;
+  } else {
+    ++row_.skipped;
+  }
+}
+
+void ProjectionEngine::Runner::publish_failure() {
   {
     std::lock_guard lock(mu_);
-    row_.error = ProjectionFailure{e.position, e.type, message};
-    if (options_.on_failure == FailurePolicy::stop) {
-      row_.state = "failed";
-      state_ = ProjectionState::failed;
-      failed_ = true;
-    } else {
-      ++row_.skipped;
-    }
+    if (!failed_ || state_ == ProjectionState::failed) return;
+    state_ = ProjectionState::failed;
   }
   changed_.notify_all();
 }
@@ -396,6 +406,7 @@ bool ProjectionEngine::Runner::external_batch() {
     });
   }
   if (failed_) follower_.restart(end);
+  publish_failure();
   changed_.notify_all();
   return at_end || failed_;
 }

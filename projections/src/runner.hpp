@@ -34,6 +34,9 @@ class ProjectionEngine::Runner {
   void request_rebuild();
   // The inline part, inside an append's transaction.
   void on_append(AppendTransaction& tx);
+  // After a commit: a stopping failure recorded in the committed transaction becomes the
+  // state status() and wait_for() see.
+  void publish_failure();
 
   const std::string& name() const noexcept { return name_; }
   ProjectionStatus status(Position head) const;

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine_support.hpp"
@@ -43,6 +45,65 @@ bool has_failed(const ProjectionEngine& engine, const std::string& name) {
   return eventually([&] { return engine.status(name).state == ProjectionState::failed; });
 }
 
+// Makes every save of checkpoint `name` past 0 take a while (a trigger that counts a
+// 3,000 x 3,000 cross join), so that the time between a failure and the commit of the
+// checkpoint before it is wide enough for a reader to look in.
+void slow_checkpoint_saves(EventStore& store, const std::string& name) {
+  store.write_sql([&](Sql& sql) {
+    sql.execute("CREATE TABLE slow_rows (x INTEGER)");
+    sql.execute(
+        "INSERT INTO slow_rows WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+        "WHERE x < 3000) SELECT x FROM c");
+    CheckpointStore::create_table(sql);
+    for (const char* when : {"INSERT", "UPDATE"}) {
+      sql.execute(std::string("CREATE TRIGGER slow_checkpoint_") + when + " AFTER " + when +
+                  " ON factum_checkpoints WHEN NEW.name = '" + name +
+                  "' AND NEW.position > 0 BEGIN SELECT count(*) FROM slow_rows a, slow_rows b; "
+                  "END");
+    }
+  });
+}
+
+// Samples status(name) on a thread of its own until stopped (from when the projection is
+// added); keeps each (state, checkpoint).
+class StatusSampler {
+ public:
+  StatusSampler(const ProjectionEngine& engine, std::string name)
+      : thread_([this, &engine, name] {
+          while (!stop_) {
+            try {
+              const ProjectionStatus s = engine.status(name);
+              std::lock_guard lock(mu_);
+              samples_.emplace_back(s.state, s.checkpoint);
+            } catch (const NotFound&) {
+              std::this_thread::yield();  // not added yet
+            }
+          }
+        }) {}
+  ~StatusSampler() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // The checkpoints status() showed along with the state failed, e.g. "9" or "0 9".
+  std::string failed_checkpoints() {
+    stop();
+    std::set<Position> seen;
+    for (const auto& [state, checkpoint] : samples_) {
+      if (state == ProjectionState::failed) seen.insert(checkpoint);
+    }
+    std::string out;
+    for (const Position p : seen) out += (out.empty() ? "" : " ") + std::to_string(p);
+    return out;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::pair<ProjectionState, Position>> samples_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 TEST_CASE("policy stop: the projection fails at the event, recording position, type, message") {
@@ -65,6 +126,48 @@ TEST_CASE("policy stop: the projection fails at the event, recording position, t
   CHECK_FALSE(f.engine.wait_for("failing", 15, kWait));  // returns at once: failed
   append_numbers(t.store, 2, 30);
   CHECK(f.engine.status("failing").checkpoint == 9);
+}
+
+TEST_CASE("policy stop: status shows the failure only with the checkpoint before it (one batch)") {
+  TempStore t;
+  append_with_boom(t.store);
+  slow_checkpoint_saves(t.store, "failing");
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  std::atomic<bool> broken{true};
+  failing->after_write = boom_while(broken);
+  StatusSampler sampler(engine, "failing");
+  // One batch holds positions 1-15: its transaction fails at 10 and commits checkpoint 9.
+  engine.add(failing, {.on_failure = FailurePolicy::stop, .batch_size = 100});
+  CHECK_FALSE(engine.wait_for("failing", 15, kWait));
+  const ProjectionStatus s = engine.status("failing");
+  CHECK(s.state == ProjectionState::failed);
+  CHECK(s.checkpoint == 9);
+  CHECK(saved_checkpoint(t.store, "failing") == 9);
+  CHECK(sampler.failed_checkpoints() == "9");
+}
+
+TEST_CASE("policy stop, inline: status shows the failure only once the append has committed") {
+  TempStore t;
+  append_numbers(t.store, 5);
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  std::atomic<bool> broken{true};
+  failing->after_write = boom_while(broken);
+  engine.add(failing, {.mode = ProjectionMode::inline_append});
+  REQUIRE(eventually([&] { return engine.status("failing").state == ProjectionState::running; }));
+  slow_checkpoint_saves(t.store, "failing");
+  StatusSampler sampler(engine, "failing");
+  // Positions 6 (applied) and 7 (fails): the append's transaction moves the checkpoint to 6.
+  const std::vector<EventData> batch = {make_event("test.Happened", "6"),
+                                        make_event("test.Bad", "boom")};
+  t.store.append("bad-1", ExpectedVersion::any(), batch);
+  const ProjectionStatus s = engine.status("failing");  // at once: append() has returned
+  CHECK(s.state == ProjectionState::failed);
+  CHECK(s.checkpoint == 6);
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->position == 7);
+  CHECK(sampler.failed_checkpoints() == "6");
 }
 
 TEST_CASE("policy stop: the other projections of the engine go on to the head") {

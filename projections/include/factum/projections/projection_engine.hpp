@@ -78,7 +78,8 @@ enum class ProjectionState {
   running,      // at the head, following the log
   rebuilding,   // building a new generation; the old one serves queries
   stopped,      // not running (engine stopped, or never started in this process)
-  failed,       // stopped by a failing event (see ProjectionStatus::error)
+  failed,       // stopped by a failing event (see ProjectionStatus::error); reported only once
+                // the checkpoint just before that event has committed
 };
 
 // "running", "failed", ...
