@@ -17,14 +17,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <functional>
-#include <random>
 #include <string>
 #include <string_view>
 
 #include "factum/factum.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -72,26 +71,22 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--events" && has_value) {
-      a.events = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--every" && has_value) {
-      a.every = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--reps" && has_value) {
-      a.reps = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--dir" && has_value) {
-      a.dir = argv[++i];
-    } else if (arg == "--strict") {
-      a.strict = true;
-    } else {
-      std::fprintf(stderr,
-                   "usage: aggregate_bench [--events N] [--every N] [--reps N] [--dir DIR] "
-                   "[--strict]\n");
-      std::exit(2);
-    }
-  }
+  std::string dir;
+  CLI::App app("measures loading an aggregate with and without snapshots", "aggregate_bench");
+  bench::cli_defaults(app);
+  bench::add_positive(app, "--events", a.events,
+                      "events in the aggregate's stream (default 100000)");
+  bench::add_positive(app, "--every", a.every, "a snapshot every N versions (default 100)");
+  bench::add_positive(app, "--reps", a.reps,
+                      "timed runs of each load, best counts (default 5; 100 times as many for the "
+                      "loads with snapshots)");
+  app.add_option("--dir", dir,
+                 "where the temporary directory goes, created when missing (default $TMPDIR or "
+                 "/tmp)")
+      ->type_name("DIR");
+  app.add_flag("--strict", a.strict, "exit with status 1 when the target is missed");
+  bench::parse_or_exit(app, argc, argv);
+  if (!dir.empty()) a.dir = dir;
   return a;
 }
 
@@ -106,20 +101,6 @@ double best_of(int reps, const std::function<void()>& fn) {
   return best;
 }
 
-// A temporary directory removed at exit.
-struct TempDir {
-  explicit TempDir(const fs::path& parent) {
-    std::random_device rd;
-    path = parent / ("factum-aggbench-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
-
 void require(bool ok, const char* what) {
   if (!ok) {
     std::fprintf(stderr, "aggregate_bench: wrong result: %s\n", what);
@@ -131,10 +112,11 @@ void require(bool ok, const char* what) {
 
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
-  TempDir dir(args.dir);
+  fs::create_directories(args.dir);
+  const bench::TempDir dir(args.dir, "factum-aggbench");
   factum::StoreOptions options;
   options.durability = factum::Durability::normal;
-  factum::EventStore store = factum::EventStore::open(dir.path / "bench.db", options);
+  factum::EventStore store = factum::EventStore::open(dir.path() / "bench.db", options);
   factum::EventRegistry registry;
   registry.add<Added>();
   registry.validate();

@@ -9,8 +9,6 @@
 // run in rounds (--reps); the best run of each case counts, since the machine may be shared.
 //
 //   events_bench [--quick] [--json] [--seconds S] [--reps N] [--events N]
-#include <stdlib.h>
-
 #include <algorithm>
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
@@ -19,7 +17,6 @@
 #include <boost/serialization/string.hpp>
 #include <boost/version.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -28,11 +25,9 @@
 #include <iostream>
 #include <istream>
 #include <memory>
-#include <optional>
 #include <ostream>
 #include <random>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 #include <streambuf>
 #include <string>
@@ -40,11 +35,13 @@
 #include <vector>
 
 #include "factum/factum.hpp"
+#include "support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::json_number;
 
 // The typical event: five fields, 60-100 bytes encoded.
 struct MoneyTransferred {
@@ -179,51 +176,23 @@ struct Config {
   bool json = false;
 };
 
-[[noreturn]] void usage(const std::string& problem, int status = 2) {
-  std::cerr << "events_bench: " << problem << "\n"
-            << "usage: events_bench [--quick] [--json] [--seconds S] [--reps N] [--events N]\n"
-               "  --quick       0.05 s x 1 round per case (a smoke run)\n"
-               "  --json        print the results as JSON instead of a table\n"
-               "  --seconds S   length of one timed run (default 0.1)\n"
-               "  --reps N      rounds over all cases, best run counts (default 5)\n"
-               "  --events N    distinct events cycled through (default 1024)\n";
-  std::exit(status);
-}
-
 Config parse(int argc, char** argv) {
   Config c;
-  std::optional<double> seconds;
-  std::optional<int> reps;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (arg == "--quick") {
-        c.seconds = 0.05;
-        c.reps = 1;
-      } else if (arg == "--json") {
-        c.json = true;
-      } else if (arg == "--seconds") {
-        seconds = std::stod(value());
-      } else if (arg == "--reps") {
-        reps = std::stoi(value());
-      } else if (arg == "--events") {
-        c.events = std::stoul(value());
-      } else if (arg == "--help" || arg == "-h") {
-        usage("measures encoding and decoding of typed events", 0);
-      } else {
-        usage("unknown option " + std::string(arg));
-      }
-    } catch (const std::logic_error&) {
-      usage("bad value for " + std::string(arg));
-    }
+  bool quick = false;
+  CLI::App app("measures encoding and decoding of typed events", "events_bench");
+  bench::cli_defaults(app);
+  app.add_flag("--quick", quick, "0.05 s x 1 round per case (a smoke run)");
+  app.add_flag("--json", c.json, "print the results as JSON instead of a table");
+  CLI::Option* seconds = bench::add_positive(app, "--seconds", c.seconds,
+                                             "length of one timed run (default 0.1)", "S");
+  CLI::Option* reps = bench::add_positive(app, "--reps", c.reps,
+                                          "rounds over all cases, best run counts (default 5)");
+  bench::add_positive(app, "--events", c.events, "distinct events cycled through (default 1024)");
+  bench::parse_or_exit(app, argc, argv);
+  if (quick) {  // explicit values win over --quick's
+    if (seconds->count() == 0) c.seconds = 0.05;
+    if (reps->count() == 0) c.reps = 1;
   }
-  if (seconds) c.seconds = *seconds;
-  if (reps) c.reps = *reps;
-  if (!(c.seconds > 0) || c.reps < 1 || c.events < 1) usage("values must be positive");
   return c;
 }
 
@@ -288,26 +257,6 @@ MoneyTransferred from_boost_text(std::string_view in) {
   return e;
 }
 
-// A fresh temporary directory, removed with everything in it when destroyed.
-class TempDir {
- public:
-  TempDir() {
-    std::string name = (fs::temp_directory_path() / "factum-events-bench-XXXXXX").string();
-    if (mkdtemp(name.data()) == nullptr) throw std::runtime_error("cannot create a temp dir");
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // Everything the cases read, prepared once and checked to round-trip.
 struct Corpus {
   std::vector<MoneyTransferred> events;
@@ -324,7 +273,7 @@ struct Corpus {
       binary.push_back(boost_binary(e));
       text.push_back(boost_text(e));
     }
-    TempDir dir;
+    bench::TempDir dir(fs::temp_directory_path(), "factum-events-bench");
     {
       auto store = factum::EventStore::open(dir.path() / "events.db");
       std::vector<factum::EventData> batch;
@@ -489,14 +438,6 @@ void print_table(const Config& c, const std::vector<Case>& cases) {
   }
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
-
 void print_json(const Config& c, const std::vector<Case>& cases) {
   std::string out = "{\n";
   out += "  \"boost\": \"" + std::to_string(BOOST_VERSION / 100000) + "." +
@@ -541,10 +482,6 @@ int run(const Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "events_bench: " << e.what() << "\n";
-    return 1;
-  }
+  const Config config = parse(argc, argv);
+  return bench::run_reporting("events_bench", [&] { return run(config); });
 }

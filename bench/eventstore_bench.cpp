@@ -10,23 +10,16 @@
 //   factum_bench [--durability full|normal] [--quick] [--json] [--strict] [--verbose]
 //                [--seconds S] [--reps N] [--streams N] [--dir DIR] [--case NAME]
 //                [--side raw|factum]
-#include <signal.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <optional>
 #include <random>
-#include <span>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -35,13 +28,19 @@
 
 #include "factum/factum.hpp"
 #include "raw_sqlite.hpp"
+#include "support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::check_interrupt;
+using bench::copy_row;
+using bench::fixed;
+using bench::json_number;
 using bench::RawDb;
 using bench::RawStmt;
+using bench::TempDir;
 
 constexpr std::size_t kPayloadSize = 200;
 constexpr std::size_t kWriteStreams = 100;  // streams the single-thread write cases rotate over
@@ -52,7 +51,7 @@ constexpr int kThreads = 16;
 constexpr const char* kType = "bench.MoneyDeposited";
 
 // ---------------------------------------------------------------------------------------------
-// Options, interruption, temporary files
+// Options
 
 struct Config {
   factum::Durability durability = factum::Durability::full;
@@ -68,138 +67,42 @@ struct Config {
   std::string side;  // time only this side, "raw" or "factum" (for profiling); empty: both
 };
 
-[[noreturn]] void usage(const std::string& problem, int status = 2) {
-  std::cerr << "factum_bench: " << problem << "\n"
-            << "usage: factum_bench [--durability full|normal] [--quick] [--json] [--strict]\n"
-               "                    [--verbose] [--seconds S] [--reps N] [--streams N]\n"
-               "                    [--dir DIR] [--case NAME] [--side raw|factum]\n"
-               "  --durability  synchronous FULL (default) or NORMAL, for factum and raw alike\n"
-               "  --quick       short run: 0.3 s x 1 rep per side, 500 streams to read\n"
-               "  --json        print the results as JSON instead of a table\n"
-               "  --strict      exit with status 1 when a target is missed\n"
-               "  --verbose     print every timed run on stderr\n"
-               "  --seconds S   length of one timed run (default 1.0)\n"
-               "  --reps N      timed runs per side and case, best counts (default 3)\n"
-               "  --streams N   100-event streams written for the read cases (default 2000)\n"
-               "  --dir DIR     where the temporary directory goes (default $TMPDIR or /tmp)\n"
-               "  --case NAME   run one case only (to profile it): append1, append100, threads,\n"
-               "                read_stream or read_all\n"
-               "  --side SIDE   time only raw SQLite or only factum (to profile it)\n";
-  std::exit(status);
-}
-
 Config parse(int argc, char** argv) {
   Config c;
-  std::optional<double> seconds;
-  std::optional<int> reps;
-  std::optional<std::size_t> streams;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (arg == "--durability") {
-        const std::string v = value();
-        if (v == "full") {
-          c.durability = factum::Durability::full;
-        } else if (v == "normal") {
-          c.durability = factum::Durability::normal;
-        } else {
-          usage("--durability is full or normal");
-        }
-      } else if (arg == "--quick") {
-        c.quick = true;
-      } else if (arg == "--json") {
-        c.json = true;
-      } else if (arg == "--strict") {
-        c.strict = true;
-      } else if (arg == "--verbose") {
-        c.verbose = true;
-      } else if (arg == "--seconds") {
-        seconds = std::stod(value());
-      } else if (arg == "--reps") {
-        reps = std::stoi(value());
-      } else if (arg == "--streams") {
-        streams = std::stoul(value());
-      } else if (arg == "--dir") {
-        c.dir = value();
-      } else if (arg == "--side") {
-        c.side = value();
-        if (c.side != "raw" && c.side != "factum") usage("--side is raw or factum");
-      } else if (arg == "--case") {
-        c.only = value();
-        static constexpr std::string_view kCases[] = {"append1", "append100", "threads",
-                                                      "read_stream", "read_all"};
-        if (std::find(std::begin(kCases), std::end(kCases), c.only) == std::end(kCases)) {
-          usage("unknown case " + c.only);
-        }
-      } else if (arg == "--help" || arg == "-h") {
-        usage("measures factum's EventStore against raw SQLite", 0);
-      } else {
-        usage("unknown option " + std::string(arg));
-      }
-    } catch (const std::logic_error&) {
-      usage("bad value for " + std::string(arg));
-    }
+  std::string dir;
+  CLI::App app("measures factum's EventStore against raw SQLite", "factum_bench");
+  bench::cli_defaults(app);
+  bench::add_durability(app, c.durability,
+                        "synchronous FULL (default) or NORMAL, for factum and raw alike");
+  app.add_flag("--quick", c.quick, "short run: 0.3 s x 1 rep per side, 500 streams to read");
+  app.add_flag("--json", c.json, "print the results as JSON instead of a table");
+  app.add_flag("--strict", c.strict, "exit with status 1 when a target is missed");
+  app.add_flag("--verbose", c.verbose, "print every timed run on stderr");
+  CLI::Option* seconds = bench::add_positive(app, "--seconds", c.seconds,
+                                             "length of one timed run (default 1.0)", "S");
+  CLI::Option* reps = bench::add_positive(app, "--reps", c.reps,
+                                          "timed runs per side and case, best counts (default 3)");
+  CLI::Option* streams = bench::add_positive(
+      app, "--streams", c.streams, "100-event streams written for the read cases (default 2000)");
+  app.add_option("--dir", dir, "where the temporary directory goes (default $TMPDIR or /tmp)")
+      ->type_name("DIR");
+  app.add_option("--case", c.only,
+                 "run one case only (to profile it): append1, append100, threads, read_stream "
+                 "or read_all")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_all"}));
+  app.add_option("--side", c.side, "time only raw SQLite or only factum (to profile it)")
+      ->type_name("SIDE")
+      ->check(CLI::IsMember({"raw", "factum"}));
+  bench::parse_or_exit(app, argc, argv);
+  if (c.quick) {  // explicit values win over --quick's
+    if (seconds->count() == 0) c.seconds = 0.3;
+    if (reps->count() == 0) c.reps = 1;
+    if (streams->count() == 0) c.streams = 500;
   }
-  if (c.quick) {
-    c.seconds = 0.3;
-    c.reps = 1;
-    c.streams = 500;
-  }
-  if (seconds) c.seconds = *seconds;
-  if (reps) c.reps = *reps;
-  if (streams) c.streams = *streams;
-  if (!(c.seconds > 0) || c.reps < 1 || c.streams < 1) usage("values must be positive");
-  if (c.dir.empty()) c.dir = fs::temp_directory_path();
+  c.dir = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
   return c;
 }
-
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-struct Interrupted {};
-
-void on_signal(int) { g_interrupted.store(true); }
-
-void check_interrupt() {
-  if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
-}
-
-// A fresh temporary directory, removed with everything in it when destroyed.
-class TempDir {
- public:
-  explicit TempDir(const fs::path& parent) {
-    std::string name = (parent / "factum-bench-XXXXXX").string();
-    if (mkdtemp(name.data()) == nullptr) {
-      throw std::runtime_error("cannot create a temporary directory in " + parent.string() + ": " +
-                               std::strerror(errno));
-    }
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  // A new file name, never used before in this run.
-  fs::path fresh(std::string_view what) {
-    return path_ / (std::string(what) + "-" + std::to_string(++count_) + ".db");
-  }
-  // Removes a database file and its WAL and shared-memory files.
-  static void remove_db(const fs::path& file) {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(file.string() + suffix, ec);
-  }
-
- private:
-  fs::path path_;
-  int count_ = 0;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The rows
@@ -329,43 +232,6 @@ class FactumLog {
   factum::EventStore store_;
   std::vector<factum::EventData> batch_;
 };
-
-// Copies a selected raw row out into owned values, as factum must hand them to its caller.
-void copy_row(sqlite3_stmt* s, factum::RecordedEvent& out) {
-  auto text = [&](int col) {
-    return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(s, col)),
-                            static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
-  };
-  auto blob = [&](int col) {
-    const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(s, col));
-    return std::span<const std::byte>(data, static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
-  };
-  auto optional_id = [&](int col, std::optional<factum::EventId>& id) {
-    if (sqlite3_column_type(s, col) != SQLITE_BLOB) return;
-    factum::EventId::Bytes b{};
-    const auto bytes = blob(col);
-    if (bytes.size() == b.size()) std::memcpy(b.data(), bytes.data(), b.size());
-    id = factum::EventId(b);
-  };
-  out.position = static_cast<factum::Position>(sqlite3_column_int64(s, 0));
-  out.stream_id.assign(text(1));
-  out.stream_version = static_cast<factum::StreamVersion>(sqlite3_column_int64(s, 2));
-  factum::EventId::Bytes id{};
-  const auto id_bytes = blob(3);
-  if (id_bytes.size() == id.size()) std::memcpy(id.data(), id_bytes.data(), id.size());
-  out.id = factum::EventId(id);
-  out.type.assign(text(4));
-  out.schema_version = static_cast<std::uint32_t>(sqlite3_column_int64(s, 5));
-  const auto payload = blob(6);
-  out.payload.assign(payload.begin(), payload.end());
-  optional_id(7, out.metadata.correlation_id);
-  optional_id(8, out.metadata.causation_id);
-  optional_id(9, out.metadata.compensates);
-  if (sqlite3_column_type(s, 10) == SQLITE_TEXT) out.metadata.actor.assign(text(10));
-  out.recorded_at = factum::Timestamp(std::chrono::microseconds(sqlite3_column_int64(s, 12)));
-  const auto hash = blob(13);
-  if (hash.size() == out.hash.size()) std::memcpy(out.hash.data(), hash.data(), out.hash.size());
-}
 
 // ---------------------------------------------------------------------------------------------
 // Timing
@@ -502,7 +368,7 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
       go.store(true);
       const auto limit = start + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(c.seconds));
-      while (Clock::now() < limit && !stop.load() && !g_interrupted.load()) {
+      while (Clock::now() < limit && !stop.load() && !bench::interrupted()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       stop.store(true);
@@ -674,12 +540,6 @@ struct Result {
   }
 };
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string durability_name(factum::Durability d) {
   return d == factum::Durability::full ? "full" : "normal";
 }
@@ -709,14 +569,6 @@ std::string json_string(std::string_view s) {
     out += ch;
   }
   return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
 }
 
 std::string json_list(const std::vector<double>& values) {
@@ -753,7 +605,7 @@ void print_json(const Config& c, const std::vector<Result>& results) {
 }
 
 int run(const Config& c) {
-  TempDir dir(c.dir);
+  TempDir dir(c.dir, "factum-bench");
   const Corpus corpus(c);
   std::vector<Result> results;
   auto want = [&](std::string_view name) { return c.only.empty() || c.only == name; };
@@ -831,18 +683,6 @@ int run(const Config& c) {
 
 int main(int argc, char** argv) {
   const Config config = parse(argc, argv);
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  try {
-    return run(config);
-  } catch (const Interrupted&) {
-    std::cerr << "factum_bench: interrupted\n";
-    return 130;
-  } catch (const std::exception& e) {
-    std::cerr << "factum_bench: " << e.what() << "\n";
-    return 1;
-  }
+  bench::catch_interrupts();
+  return bench::run_reporting("factum_bench", [&] { return run(config); });
 }

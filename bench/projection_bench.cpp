@@ -28,13 +28,7 @@
 //   projection_bench [--events N] [--batch N] [--repeat N] [--accounts N]
 //                    [--durability normal|full] [--no-rebuild] [--side raw|factum]
 //                    [--wait api|poll] [--dir DIR] [--strict] [--verbose]
-#include <signal.h>
-#include <stdlib.h>
-#include <time.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -53,13 +47,20 @@
 
 #include "factum/factum.hpp"
 #include "raw_sqlite.hpp"
+#include "support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::check_interrupt;
+using bench::copy_row;
+using bench::cpu_seconds;
+using bench::fixed;
 using bench::RawDb;
 using bench::RawStmt;
+using bench::seconds_since;
+using bench::TempDir;
 
 constexpr const char* kType = "bank.Deposited";
 constexpr std::size_t kSetupStreamsPerCall = 500;  // streams per append_multi while building
@@ -83,129 +84,46 @@ struct Config {
   bool verbose = false;
 };
 
-[[noreturn]] void usage(const std::string& problem, int status = 2) {
-  std::cerr
-      << "projection_bench: " << problem << "\n"
-      << "usage: projection_bench [--events N] [--batch N] [--repeat N] [--accounts N]\n"
-         "                        [--durability normal|full] [--no-rebuild] [--side raw|factum]\n"
-         "                        [--wait api|poll] [--dir DIR] [--strict] [--verbose]\n"
-         "  --events N      events in the log (default 1000000)\n"
-         "  --batch N       events per transaction, both sides (default 512, the engine's)\n"
-         "  --repeat N      timed runs per side, best counts (default 3)\n"
-         "  --accounts N    streams, i.e. rows of the read model (default 10000)\n"
-         "  --durability    synchronous NORMAL (default) or FULL for the timed runs, both sides\n"
-         "  --no-rebuild    skip the blue/green rebuild() measurement\n"
-         "  --side SIDE     time only raw SQLite or only factum (to profile it)\n"
-         "  --wait api|poll how the build's end is awaited: ProjectionEngine::wait_for (api,\n"
-         "                  the default) or reading the checkpoint row through a raw\n"
-         "                  connection every 2 ms (poll: shows what wait_for costs)\n"
-         "  --dir DIR       where the temporary directory goes (default $TMPDIR or /tmp)\n"
-         "  --strict        exit with status 1 when the target is missed\n"
-         "  --verbose       print every timed run on stderr\n";
-  std::exit(status);
-}
-
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    auto positive = [&]() -> std::uint64_t {
-      const std::string v = value();
-      std::size_t used = 0;
-      const long long n = std::stoll(v, &used);
-      if (used != v.size() || n < 1) usage(std::string(arg) + " must be a positive integer");
-      return static_cast<std::uint64_t>(n);
-    };
-    try {
-      if (arg == "--events") {
-        c.events = positive();
-      } else if (arg == "--batch") {
-        c.batch = positive();
-      } else if (arg == "--repeat") {
-        c.repeat = static_cast<int>(std::min<std::uint64_t>(positive(), 100));
-      } else if (arg == "--accounts") {
-        c.accounts = positive();
-      } else if (arg == "--durability") {
-        const std::string v = value();
-        if (v == "normal") {
-          c.durability = factum::Durability::normal;
-        } else if (v == "full") {
-          c.durability = factum::Durability::full;
-        } else {
-          usage("--durability is normal or full");
-        }
-      } else if (arg == "--no-rebuild") {
-        c.rebuild = false;
-      } else if (arg == "--wait") {
-        const std::string v = value();
-        if (v != "api" && v != "poll") usage("--wait is api or poll");
-        c.poll = v == "poll";
-      } else if (arg == "--side") {
-        c.side = value();
-        if (c.side != "raw" && c.side != "factum") usage("--side is raw or factum");
-      } else if (arg == "--dir") {
-        c.dir = value();
-      } else if (arg == "--strict") {
-        c.strict = true;
-      } else if (arg == "--verbose") {
-        c.verbose = true;
-      } else if (arg == "--help" || arg == "-h") {
-        usage("measures a projection rebuild against raw SQLite", 0);
-      } else {
-        usage("unknown option " + std::string(arg));
-      }
-    } catch (const std::logic_error&) {
-      usage("bad value for " + std::string(arg));
-    }
-  }
-  if (c.dir.empty()) c.dir = fs::temp_directory_path();
+  std::string dir;
+  std::string wait = "api";
+  std::uint64_t repeat = static_cast<std::uint64_t>(c.repeat);
+  CLI::App app("measures a projection rebuild against raw SQLite", "projection_bench");
+  bench::cli_defaults(app);
+  bench::add_positive(app, "--events", c.events, "events in the log (default 1000000)");
+  bench::add_positive(app, "--batch", c.batch,
+                      "events per transaction, both sides (default 512, the engine's)");
+  bench::add_positive(app, "--repeat", repeat,
+                      "timed runs per side, best counts (default 3; at most 100)");
+  bench::add_positive(app, "--accounts", c.accounts,
+                      "streams, i.e. rows of the read model (default 10000)");
+  bench::add_durability(app, c.durability,
+                        "synchronous NORMAL (default) or FULL for the timed runs, both sides");
+  bool no_rebuild = false;
+  app.add_flag("--no-rebuild", no_rebuild, "skip the blue/green rebuild() measurement");
+  app.add_option("--side", c.side, "time only raw SQLite or only factum (to profile it)")
+      ->type_name("SIDE")
+      ->check(CLI::IsMember({"raw", "factum"}));
+  app.add_option("--wait", wait,
+                 "how the build's end is awaited: ProjectionEngine::wait_for (api, the default) "
+                 "or reading the checkpoint row through a raw connection every 2 ms (poll: "
+                 "shows what wait_for costs)")
+      ->check(CLI::IsMember({"api", "poll"}));
+  app.add_option("--dir", dir, "where the temporary directory goes (default $TMPDIR or /tmp)")
+      ->type_name("DIR");
+  app.add_flag("--strict", c.strict, "exit with status 1 when the target is missed");
+  app.add_flag("--verbose", c.verbose, "print every timed run on stderr");
+  bench::parse_or_exit(app, argc, argv);
+  c.repeat = static_cast<int>(std::min<std::uint64_t>(repeat, 100));
+  c.rebuild = !no_rebuild;
+  c.poll = wait == "poll";
+  c.dir = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
   return c;
 }
 
-std::atomic<bool> g_interrupted{false};
-struct Interrupted {};
-void on_signal(int) { g_interrupted.store(true); }
-void check_interrupt() {
-  if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
-}
-
-// A fresh temporary directory, removed with everything in it when destroyed.
-class TempDir {
- public:
-  explicit TempDir(const fs::path& parent) {
-    std::string name = (parent / "factum-projbench-XXXXXX").string();
-    if (mkdtemp(name.data()) == nullptr) {
-      throw std::runtime_error("cannot create a temporary directory in " + parent.string() + ": " +
-                               std::strerror(errno));
-    }
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// CPU time of the whole process (every thread), in seconds.
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+// ---------------------------------------------------------------------------------------------
+// Timing
 
 // One timed run: wall-clock and process CPU seconds.
 struct Timing {
@@ -357,44 +275,6 @@ constexpr const char* kRawRead =
     "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "
     "e.recorded_at, e.hash FROM events e JOIN streams s ON s.stream_key = e.stream_key "
     "WHERE e.position > ?1 ORDER BY e.position LIMIT ?2";
-
-// Copies a selected row out into owned values, as factum hands them to apply.
-void copy_row(sqlite3_stmt* s, factum::RecordedEvent& out) {
-  auto text = [&](int col) {
-    return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(s, col)),
-                            static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
-  };
-  auto blob = [&](int col) {
-    const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(s, col));
-    return std::span<const std::byte>(data, static_cast<std::size_t>(sqlite3_column_bytes(s, col)));
-  };
-  auto optional_id = [&](int col, std::optional<factum::EventId>& id) {
-    id.reset();
-    if (sqlite3_column_type(s, col) != SQLITE_BLOB) return;
-    factum::EventId::Bytes b{};
-    const auto bytes = blob(col);
-    if (bytes.size() == b.size()) std::memcpy(b.data(), bytes.data(), b.size());
-    id = factum::EventId(b);
-  };
-  out.position = static_cast<factum::Position>(sqlite3_column_int64(s, 0));
-  out.stream_id.assign(text(1));
-  out.stream_version = static_cast<factum::StreamVersion>(sqlite3_column_int64(s, 2));
-  factum::EventId::Bytes id{};
-  const auto id_bytes = blob(3);
-  if (id_bytes.size() == id.size()) std::memcpy(id.data(), id_bytes.data(), id.size());
-  out.id = factum::EventId(id);
-  out.type.assign(text(4));
-  out.schema_version = static_cast<std::uint32_t>(sqlite3_column_int64(s, 5));
-  const auto payload = blob(6);
-  out.payload.assign(payload.begin(), payload.end());
-  optional_id(7, out.metadata.correlation_id);
-  optional_id(8, out.metadata.causation_id);
-  optional_id(9, out.metadata.compensates);
-  out.metadata.actor.assign(sqlite3_column_type(s, 10) == SQLITE_TEXT ? text(10) : "");
-  out.recorded_at = factum::Timestamp(std::chrono::microseconds(sqlite3_column_int64(s, 12)));
-  const auto hash = blob(13);
-  if (hash.size() == out.hash.size()) std::memcpy(out.hash.data(), hash.data(), out.hash.size());
-}
 
 // One raw build of `table` from position 1; returns the time it took (setup included:
 // creating the tables, like the engine's add()).
@@ -573,12 +453,6 @@ double best_cpu_us(const std::vector<Timing>& runs, std::uint64_t events) {
   return best * 1e6 / static_cast<double>(events);
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 // "3.38/2.05 3.48/2.10" (wall/CPU seconds per run).
 std::string runs_text(const std::vector<Timing>& runs) {
   std::string out;
@@ -614,7 +488,7 @@ void print_row(const Row& r) {
 }
 
 int run(const Config& c) {
-  TempDir dir(c.dir);
+  TempDir dir(c.dir, "factum-projbench");
   const fs::path file = dir.path() / "log.db";
   auto stage = [](const std::string& what) { std::cerr << "projection_bench: " << what << "\n"; };
 
@@ -707,18 +581,6 @@ int run(const Config& c) {
 
 int main(int argc, char** argv) {
   const Config config = parse(argc, argv);
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  try {
-    return run(config);
-  } catch (const Interrupted&) {
-    std::cerr << "projection_bench: interrupted\n";
-    return 130;
-  } catch (const std::exception& e) {
-    std::cerr << "projection_bench: " << e.what() << "\n";
-    return 1;
-  }
+  bench::catch_interrupts();
+  return bench::run_reporting("projection_bench", [&] { return run(config); });
 }

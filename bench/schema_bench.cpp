@@ -19,6 +19,8 @@
 
 #include <factum/factum.hpp>
 
+#include "support.hpp"
+
 namespace {
 
 struct Variant {
@@ -129,12 +131,13 @@ double run(const Variant& v, std::size_t events, const std::filesystem::path& fi
 
 int main(int argc, char** argv) {
   std::size_t events = 1'000'000;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--events") == 0) events = std::stoull(argv[i + 1]);
-  }
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("factum-schema-bench-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  CLI::App app("measures the schema choices of docs/storage-format.md with plain SQLite",
+               "schema_bench");
+  bench::cli_defaults(app);
+  bench::add_positive(app, "--events", events,
+                      "events per variant (default 1000000; 100 per transaction)");
+  bench::parse_or_exit(app, argc, argv);
+  const bench::TempDir dir(std::filesystem::temp_directory_path(), "factum-schema-bench");
   const Variant variants[] = {{"text stream id, UUIDv4 ids (baseline)", false, false},
                               {"text stream id, UUIDv7 ids", false, true},
                               {"integer stream key, UUIDv4 ids", true, false},
@@ -144,11 +147,10 @@ int main(int argc, char** argv) {
   double baseline = 0;
   for (const Variant& v : variants) {
     std::uintmax_t size = 0;
-    const double rate = run(v, events, dir / "schema.db", size);
+    const double rate = run(v, events, dir.path() / "schema.db", size);
     if (baseline == 0) baseline = rate;
     std::printf("%-42s %12.0f %8.2f %10.1f\n", v.name, rate, rate / baseline,
                 static_cast<double>(size) / (1024.0 * 1024.0));
   }
-  std::filesystem::remove_all(dir);
   return 0;
 }

@@ -27,10 +27,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +46,7 @@
 #include <vector>
 
 #include "factum/factum.hpp"
+#include "support.hpp"
 
 extern char** environ;
 
@@ -55,6 +54,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::cpu_seconds;
+using bench::seconds_since;
+using bench::TempDir;
 
 constexpr double kTargetEventsPerSecond = 500'000;
 constexpr std::size_t kStreams = 10'000;
@@ -72,103 +74,41 @@ struct Config {
   bool strict = false;
 };
 
-[[noreturn]] void usage(const std::string& problem, int status = 2) {
-  (status == 0 ? std::cout : std::cerr)
-      << "verify_bench: " << problem << "\n"
-      << "usage: verify_bench [--events N] [--repeat N] [--payload BYTES] [--store FILE]\n"
-         "                    [--dir DIR] [--cli PATH | --no-cli] [--export] [--json]\n"
-         "                    [--strict]\n"
-         "  --events N       events in the log (default 1000000)\n"
-         "  --repeat N       timed runs per side, best counts (default 3)\n"
-         "  --payload BYTES  payload size of each event (default 64)\n"
-         "  --store FILE     use this store (built there when missing, kept afterwards)\n"
-         "  --dir DIR        where the temporary store goes (default $TMPDIR or /tmp)\n"
-         "  --cli PATH       time `PATH verify FILE` too (default: the factum built with\n"
-         "                   the bench, when the tools are built); --no-cli skips it\n"
-         "  --export         also time `factum export FILE` (to /dev/null) once\n"
-         "  --json           print the results as JSON\n"
-         "  --strict         exit with status 1 when the target is missed\n";
-  std::exit(status);
-}
-
 Config parse(int argc, char** argv) {
   Config c;
 #ifdef FACTUM_CLI
   c.cli = FACTUM_CLI;
 #endif
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    auto positive = [&]() -> std::uint64_t {
-      const std::string v = value();
-      std::size_t used = 0;
-      long long n = 0;
-      try {
-        n = std::stoll(v, &used);
-      } catch (const std::logic_error&) {
-        used = 0;
-      }
-      if (used != v.size() || n < 1) usage(std::string(arg) + " must be a positive integer");
-      return static_cast<std::uint64_t>(n);
-    };
-    if (arg == "--events") {
-      c.events = positive();
-    } else if (arg == "--repeat") {
-      c.repeat = static_cast<int>(std::min<std::uint64_t>(positive(), 100));
-    } else if (arg == "--payload") {
-      c.payload = positive();
-    } else if (arg == "--store") {
-      c.store = value();
-    } else if (arg == "--dir") {
-      c.dir = value();
-    } else if (arg == "--cli") {
-      c.cli = value();
-    } else if (arg == "--no-cli") {
-      c.cli.clear();
-    } else if (arg == "--export") {
-      c.export_too = true;
-    } else if (arg == "--json") {
-      c.json = true;
-    } else if (arg == "--strict") {
-      c.strict = true;
-    } else if (arg == "--help" || arg == "-h") {
-      usage("measures EventStore::verify against a raw sqlite3 scan + SHA-256", 0);
-    } else {
-      usage("unknown option " + std::string(arg));
-    }
-  }
-  if (c.dir.empty()) c.dir = fs::temp_directory_path();
+  std::string store;
+  std::string dir;
+  std::uint64_t repeat = static_cast<std::uint64_t>(c.repeat);
+  bool no_cli = false;
+  CLI::App app("measures EventStore::verify against a raw sqlite3 scan + SHA-256", "verify_bench");
+  bench::cli_defaults(app);
+  bench::add_positive(app, "--events", c.events, "events in the log (default 1000000)");
+  bench::add_positive(app, "--repeat", repeat,
+                      "timed runs per side, best counts (default 3; at most 100)");
+  bench::add_positive(app, "--payload", c.payload, "payload size of each event (default 64)",
+                      "BYTES");
+  app.add_option("--store", store, "use this store (built there when missing, kept afterwards)")
+      ->type_name("FILE");
+  app.add_option("--dir", dir, "where the temporary store goes (default $TMPDIR or /tmp)")
+      ->type_name("DIR");
+  CLI::Option* cli = app.add_option("--cli", c.cli,
+                                    "time `PATH verify FILE` too (default: the factum built with "
+                                    "the bench, when the tools are built); --no-cli skips it")
+                         ->type_name("PATH");
+  app.add_flag("--no-cli", no_cli, "do not time `factum verify` (see --cli)")->excludes(cli);
+  app.add_flag("--export", c.export_too, "also time `factum export FILE` (to /dev/null) once");
+  app.add_flag("--json", c.json, "print the results as JSON");
+  app.add_flag("--strict", c.strict, "exit with status 1 when the target is missed");
+  bench::parse_or_exit(app, argc, argv);
+  c.repeat = static_cast<int>(std::min<std::uint64_t>(repeat, 100));
+  if (no_cli) c.cli.clear();
+  c.store = store;
+  c.dir = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
   return c;
 }
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A fresh temporary directory, removed with everything in it when destroyed.
-class TempDir {
- public:
-  explicit TempDir(const fs::path& parent) {
-    std::string name = (parent / "factum-verifybench-XXXXXX").string();
-    if (mkdtemp(name.data()) == nullptr) {
-      throw std::runtime_error("cannot create a temporary directory in " + parent.string());
-    }
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The log
@@ -215,12 +155,6 @@ struct Run {
   double rate() const { return seconds > 0 ? static_cast<double>(events) / seconds : 0; }
   double cpu_rate() const { return cpu > 0 ? static_cast<double>(events) / cpu : 0; }
 };
-
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 Run run_factum(const fs::path& file) {
   const auto start = Clock::now();
@@ -390,7 +324,7 @@ int run(const Config& c) {
   std::optional<TempDir> tmp;
   fs::path file = c.store;
   if (file.empty()) {
-    tmp.emplace(c.dir);
+    tmp.emplace(c.dir, "factum-verifybench");
     file = tmp->path() / "verify.db";
   }
   auto start = Clock::now();
@@ -464,10 +398,5 @@ int run(const Config& c) {
 int main(int argc, char** argv) {
   const Config config = parse(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  try {
-    return run(config);
-  } catch (const std::exception& e) {
-    std::cerr << "verify_bench: " << e.what() << "\n";
-    return 1;
-  }
+  return bench::run_reporting("verify_bench", [&] { return run(config); });
 }
