@@ -8,17 +8,11 @@
 // at a random moment early in its life: while it starts, opens (and recovers) the store or
 // makes its first appends.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -27,90 +21,26 @@
 #include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
-extern char** environ;
-
 using namespace factum;
+using factum::test::await_cue;
+using factum::test::drain_cues;
+using factum::test::slurp;
 using factum::test::TempDir;
 
 namespace {
 
-// A running `writer_child crash`, with stdout and stderr in files and a pipe on which it
-// sends its cues: "R" when its store is open, "A" when it has acknowledged an append.
-struct CrashWriter {
-  pid_t pid = -1;
-  int cue_fd = -1;   // read end of the pipe; kept open until the child is reaped
-  std::string cues;  // the cues received so far
-};
+// A running `writer_child crash`, with stdout and stderr in files, sending its cues on fd 3:
+// "R" when its store is open, "A" when it has acknowledged an append.
+using CrashWriter = factum::test::CuedChild;
 
 CrashWriter spawn_crash_writer(const std::filesystem::path& store, int threads, std::uint64_t seed,
                                const std::filesystem::path& out, const std::filesystem::path& err) {
-  int cue[2];
-  REQUIRE(::pipe2(cue, O_CLOEXEC) == 0);
-  std::vector<std::string> args{FACTUM_WRITER_CHILD,  "crash",
-                                store.string(),       std::to_string(threads),
-                                std::to_string(seed), "3"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, cue[1], 3);
-  CrashWriter child;
-  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(cue[1]);
-  child.cue_fd = cue[0];
-  if (rc != 0) ::close(cue[0]);
-  REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: ", rc);
-  return child;
-}
-
-// Reads the child's cues until `cue` arrives (true), or the pipe closes (the child died) or
-// `deadline` passes (false).
-bool await_cue(CrashWriter& child, char cue, std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  while (child.cues.find(cue) == std::string::npos) {
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{child.cue_fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000) + 1));
-    if (n < 0 && errno != EINTR) FAIL("poll on the cue pipe failed: errno ", errno);
-    if (n <= 0) continue;
-    char byte = 0;
-    const ssize_t got = ::read(child.cue_fd, &byte, 1);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    child.cues.push_back(byte);
-  }
-  return true;
-}
-
-// Once the child is reaped (no writer holds the pipe any more): reads the cues it left, then
-// closes the pipe.
-void drain_cues(CrashWriter& child) {
-  char buffer[8];
-  for (;;) {
-    const ssize_t got = ::read(child.cue_fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    child.cues.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(child.cue_fd);
-  child.cue_fd = -1;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return factum::test::spawn_cued_child({FACTUM_WRITER_CHILD, "crash", store.string(),
+                                         std::to_string(threads), std::to_string(seed), "3"},
+                                        {.out = out, .err = err});
 }
 
 // A batch the writer announced (BEGIN) and, if `acked`, saw appended (ACK).

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
@@ -30,6 +31,7 @@ using namespace factum;
 using boost::signals2::scoped_connection;
 using factum::test::make_event;
 using factum::test::make_events;
+using factum::test::slurp;
 using factum::test::TempDir;
 using factum::test::TempStore;
 
@@ -462,13 +464,6 @@ TEST_CASE("a watcher of a read-only store sees appends by a writer of the file")
 }
 
 namespace {
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Runs `writer_child race <path> 0 <count> 1` to completion (its stdin is /dev/null: it starts
 // at once) and requires a clean exit.

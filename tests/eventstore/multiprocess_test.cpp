@@ -17,11 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
 
 using namespace factum;
+using factum::test::slurp;
 using factum::test::TempDir;
 using factum::test::TempStore;
 
@@ -53,13 +55,6 @@ Child spawn_writer(const std::vector<std::string>& args, int stdin_fd,
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: ", rc);
   return child;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Waits for the child to exit; kills it (the test then fails) when it takes over a minute.

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <thread>
 
+#include "support/child_process.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
@@ -15,15 +16,11 @@ using factum::test::make_event;
 using factum::test::make_events;
 using factum::test::raw_exec;
 using factum::test::raw_int;
+using factum::test::slurp;
 using factum::test::TempDir;
 using factum::test::TempStore;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary);

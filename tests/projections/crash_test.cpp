@@ -20,113 +20,49 @@
 //
 // The seed is printed; FACTUM_CRASH_SEED=<seed> replays a run's choices (not its timing).
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
-extern char** environ;
-
 using namespace factum;
+using factum::test::await_cue;
+using factum::test::drain_cues;
+using factum::test::slurp;
 using factum::test::TempDir;
 
 namespace {
 
-// A running projector_child, with stdout and stderr in files and a pipe on which it sends its
-// cues: "S" when it has started (store open, projection added), "P" at its first apply.
-struct Child {
-  pid_t pid = -1;
-  int cue_fd = -1;   // read end of the pipe; kept open until the child is reaped
-  std::string cues;  // the cues received so far
+// A running projector_child, with stderr in a file, sending its cues on fd 3: "S" when it has
+// started (store open, projection added), "P" at its first apply.
+struct Child : factum::test::CuedChild {
   std::filesystem::path err;
 };
 
+// Starts projector_child with `args`, where "<cue>" stands for the cue pipe's descriptor.
 Child spawn_child(std::vector<std::string> args, const std::filesystem::path& err) {
-  int cue[2];
-  REQUIRE(::pipe2(cue, O_CLOEXEC) == 0);
   args.insert(args.begin(), FACTUM_PROJECTOR_CHILD);
   for (std::string& a : args)
     if (a == "<cue>") a = "3";
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, cue[1], 3);
   Child child;
+  static_cast<factum::test::CuedChild&>(child) = factum::test::spawn_cued_child(args, {.err = err});
   child.err = err;
-  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(cue[1]);
-  child.cue_fd = cue[0];
-  if (rc != 0) ::close(cue[0]);
-  REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: ", rc);
   return child;
-}
-
-// Reads the child's cues until `cue` arrives (true), or the pipe closes (the child died) or
-// `deadline` passes (false).
-bool await_cue(Child& child, char cue, std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  while (child.cues.find(cue) == std::string::npos) {
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{child.cue_fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000) + 1));
-    if (n < 0 && errno != EINTR) FAIL("poll on the cue pipe failed: errno ", errno);
-    if (n <= 0) continue;
-    char byte = 0;
-    const ssize_t got = ::read(child.cue_fd, &byte, 1);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    child.cues.push_back(byte);
-  }
-  return true;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Once the child is reaped: reads the cues it left, then closes the pipe.
-void drain_cues(Child& child) {
-  char buffer[8];
-  for (;;) {
-    const ssize_t got = ::read(child.cue_fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    child.cues.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(child.cue_fd);
-  child.cue_fd = -1;
 }
 
 // Kills the child with SIGKILL, reaps it, and requires that the kill is what ended it.

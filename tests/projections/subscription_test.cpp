@@ -25,11 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
 
 using namespace factum;
+using factum::test::slurp;
 using namespace std::chrono_literals;
 using factum::test::make_event;
 using factum::test::make_events;
@@ -172,13 +174,6 @@ Child spawn_race_writer(const TempDir& dir, const std::filesystem::path& path, i
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: ", rc);
   return child;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Waits for the child to exit successfully (killing it after a minute).

@@ -2,36 +2,21 @@
 // is FACTUM_BANK_BIN) and checks what it prints, its exit codes, and that a failing command
 // leaves the store file exactly as it was.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
-extern char** environ;
-
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Run = factum::test::ProgramRun;
+using factum::test::contains;
+using factum::test::slurp;
 
 // A temporary folder to run factum-bank in; the store is bank.db there.
 class Folder {
@@ -40,28 +25,9 @@ class Folder {
 
   // Runs factum-bank with `args` in the folder, capturing stdout and stderr.
   Run run(std::initializer_list<std::string> args) const {
-    std::vector<std::string> argv_text{FACTUM_BANK_BIN};
-    argv_text.insert(argv_text.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out = dir_.file("stdout").string(), err = dir_.file("stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addchdir_np(&actions, dir_.path().c_str());
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    Run r;
-    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
-      int status = 0;
-      waitpid(pid, &status, 0);
-      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    std::vector<std::string> argv{FACTUM_BANK_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return factum::test::run_program(argv, dir_.path());
   }
 
   // Runs a command that must succeed.
@@ -83,17 +49,13 @@ class Folder {
   factum::test::TempDir dir_;
 };
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // One line on stderr naming the program, nothing on stdout.
 void check_one_line_error(const Run& r, int code, const std::string& part) {
   CHECK(r.code == code);
   CHECK(r.out.empty());
   CHECK(r.err.rfind("factum-bank: ", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK_MESSAGE(has(r.err, part), r.err);
+  CHECK_MESSAGE(contains(r.err, part), r.err);
 }
 
 // Runs a command that must fail with `part` in its message and leave the file unchanged.
@@ -113,26 +75,26 @@ TEST_CASE("factum-bank --help lists every command, and each command has --help")
   const std::string help = f.ok({"--help"});
   for (const char* command : {"demo", "open", "deposit", "withdraw", "transfer", "close", "balance",
                               "statement", "accounts", "audit", "replay-with-new-logic"}) {
-    CHECK_MESSAGE(has(help, command), command);
+    CHECK_MESSAGE(contains(help, command), command);
   }
-  CHECK(has(help, "--db"));
-  CHECK(has(f.ok({"transfer", "--help"}), "FROM"));
+  CHECK(contains(help, "--db"));
+  CHECK(contains(f.ok({"transfer", "--help"}), "FROM"));
 }
 
 TEST_CASE("one step at a time: open, deposit, withdraw, transfer, close, balance") {
   Folder f;
-  CHECK(has(f.ok({"open", "acc-1", "Ann Smith", "--limit", "50"}), "opened acc-1"));
+  CHECK(contains(f.ok({"open", "acc-1", "Ann Smith", "--limit", "50"}), "opened acc-1"));
   CHECK(std::filesystem::exists(f.db()));  // the default store: bank.db in the current folder
-  CHECK(has(f.ok({"deposit", "acc-1", "100.00"}), "balance 100.00"));
-  CHECK(has(f.ok({"withdraw", "acc-1", "120.5"}), "balance -20.50"));
+  CHECK(contains(f.ok({"deposit", "acc-1", "100.00"}), "balance 100.00"));
+  CHECK(contains(f.ok({"withdraw", "acc-1", "120.5"}), "balance -20.50"));
   f.ok({"open", "acc-2", "Bob Jones"});
   f.ok({"deposit", "acc-1", "1000"});
   const std::string transfer = f.ok({"transfer", "acc-1", "acc-2", "979.50", "--memo", "rent"});
-  CHECK(has(transfer, "transferred 979.50 from acc-1 to acc-2"));
-  CHECK(has(transfer, "acc-1  Ann Smith  balance 0.00"));
-  CHECK(has(f.ok({"close", "acc-1"}), "closed acc-1"));
-  CHECK(has(f.ok({"balance", "acc-1"}), "closed"));
-  CHECK(has(f.ok({"balance", "acc-2"}), "Bob Jones  balance 979.50"));
+  CHECK(contains(transfer, "transferred 979.50 from acc-1 to acc-2"));
+  CHECK(contains(transfer, "acc-1  Ann Smith  balance 0.00"));
+  CHECK(contains(f.ok({"close", "acc-1"}), "closed acc-1"));
+  CHECK(contains(f.ok({"balance", "acc-1"}), "closed"));
+  CHECK(contains(f.ok({"balance", "acc-2"}), "Bob Jones  balance 979.50"));
 }
 
 TEST_CASE("statement and accounts print the read models") {
@@ -140,13 +102,13 @@ TEST_CASE("statement and accounts print the read models") {
   f.two_accounts();
   f.ok({"transfer", "acc-1", "acc-2", "30", "--memo", "dinner"});
   const std::string statement = f.ok({"statement", "acc-1"});
-  CHECK(has(statement, "Statement of acc-1 (Ann Smith, open): 3 lines"));
-  CHECK(has(statement, "transfer out"));
-  CHECK(has(statement, "acc-2: dinner"));
-  CHECK(has(f.ok({"statement", "acc-1", "--last", "1"}), "the last 1"));
+  CHECK(contains(statement, "Statement of acc-1 (Ann Smith, open): 3 lines"));
+  CHECK(contains(statement, "transfer out"));
+  CHECK(contains(statement, "acc-2: dinner"));
+  CHECK(contains(f.ok({"statement", "acc-1", "--last", "1"}), "the last 1"));
   const std::string accounts = f.ok({"accounts"});
-  CHECK(has(accounts, "acc-1"));
-  CHECK(has(accounts, "2 accounts, 100.00 in all"));
+  CHECK(contains(accounts, "acc-1"));
+  CHECK(contains(accounts, "2 accounts, 100.00 in all"));
 }
 
 TEST_CASE("malformed amounts are one-line errors and leave the store unchanged") {
@@ -188,10 +150,10 @@ TEST_CASE("a transfer to a closed account fails, and its reversal is in the hist
   const std::int64_t head = factum::test::raw_int(f.db(), "SELECT max(position) FROM events");
   const Run r = f.run({"transfer", "acc-1", "acc-2", "25"});
   check_one_line_error(r, 1, "transfer refused by acc-2 (account acc-2 is closed)");
-  CHECK(has(r.err, "compensates debit"));
+  CHECK(contains(r.err, "compensates debit"));
   CHECK(factum::test::raw_int(f.db(), "SELECT max(position) FROM events") == head + 2);
-  CHECK(has(f.ok({"balance", "acc-1"}), "balance 100.00"));
-  CHECK(has(f.ok({"statement", "acc-1"}), "reversal"));
+  CHECK(contains(f.ok({"balance", "acc-1"}), "balance 100.00"));
+  CHECK(contains(f.ok({"statement", "acc-1"}), "reversal"));
 }
 
 TEST_CASE("usage errors exit 2 with one line") {
@@ -218,9 +180,9 @@ TEST_CASE("audit passes, and names what was tampered with behind the bank's back
   factum::test::raw_exec(f.db(), "UPDATE balances__g1 SET balance = 1 WHERE account = 'acc-2'");
   const Run r = f.run({"audit"});
   CHECK(r.code == 1);
-  CHECK(
-      has(r.out, "audit: acc-2: balance 0.01 in the balances read model, 0.00 from its 1 events"));
-  CHECK(has(r.out, "audit: FAILED — 1 difference\n"));
+  CHECK(contains(r.out,
+                 "audit: acc-2: balance 0.01 in the balances read model, 0.00 from its 1 events"));
+  CHECK(contains(r.out, "audit: FAILED — 1 difference\n"));
 }
 
 TEST_CASE("audit names the first position of a log edited behind the bank's back") {
@@ -231,36 +193,36 @@ TEST_CASE("audit names the first position of a log edited behind the bank's back
                                      " WHERE position = 2");
   const Run r = f.run({"audit"});
   CHECK(r.code == 1);
-  CHECK(has(r.out, "audit: hash chain broken at position 2"));
-  CHECK(has(r.out, "audit: acc-1: event 2 (position 2) is unreadable"));
-  CHECK(has(r.out, "audit: acc-1: balance 100.00 in the balances read model, 0.00"));
-  CHECK(has(r.out, "audit: FAILED — "));
+  CHECK(contains(r.out, "audit: hash chain broken at position 2"));
+  CHECK(contains(r.out, "audit: acc-1: event 2 (position 2) is unreadable"));
+  CHECK(contains(r.out, "audit: acc-1: balance 100.00 in the balances read model, 0.00"));
+  CHECK(contains(r.out, "audit: FAILED — "));
 }
 
 TEST_CASE("replay-with-new-logic shows each account with the new rule beside today's") {
   Folder f;
   f.two_accounts();
   const std::string out = f.ok({"replay-with-new-logic", "--top", "1"});
-  CHECK(has(out, "New rule: 0.1% monthly interest"));
-  CHECK(has(out, "balance today"));
-  CHECK(has(out, "with new rule"));
-  CHECK(has(out, "... 1 more accounts"));
-  CHECK(has(out, "total     2 accounts"));
-  CHECK(has(f.ok({"replay-with-new-logic", "--rebuild"}), "total"));
+  CHECK(contains(out, "New rule: 0.1% monthly interest"));
+  CHECK(contains(out, "balance today"));
+  CHECK(contains(out, "with new rule"));
+  CHECK(contains(out, "... 1 more accounts"));
+  CHECK(contains(out, "total     2 accounts"));
+  CHECK(contains(f.ok({"replay-with-new-logic", "--rebuild"}), "total"));
 }
 
 TEST_CASE("demo makes a history, ends with the audit's verdict, and never mixes histories") {
   Folder f;
   const std::string out = f.ok({"demo", "--accounts", "20", "--operations", "300"});
-  CHECK(has(out, "20 accounts opened"));
-  CHECK(has(out, "Top balances"));
-  CHECK(has(out, "Statement of "));
+  CHECK(contains(out, "20 accounts opened"));
+  CHECK(contains(out, "Top balances"));
+  CHECK(contains(out, "Statement of "));
   const std::string last = out.substr(out.rfind('\n', out.size() - 2) + 1);
   CHECK_MESSAGE(last.rfind("audit: OK — ", 0) == 0, last);
   const std::string before = slurp(f.db());
   check_one_line_error(f.run({"demo"}), 1, "already holds");
   CHECK(slurp(f.db()) == before);
-  CHECK(has(f.ok({"demo", "--fresh", "--accounts", "10", "--operations", "50"}),
-            "10 accounts opened"));
+  CHECK(contains(f.ok({"demo", "--fresh", "--accounts", "10", "--operations", "50"}),
+                 "10 accounts opened"));
   check_one_line_error(f.run({"demo", "--accounts", "1"}), 2, "--accounts");
 }

@@ -1,47 +1,27 @@
 // tests/samples/feed_cli_test.cpp — factum-feed end to end: runs the binary (its path comes
 // from the build, FACTUM_FEED_BIN) in a temporary folder and checks what it prints, its exit
 // code, and that a refused command leaves the log and the read models as they were.
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "doctest/doctest.h"
 #include "report.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using factum::test::contains;
+using factum::test::slurp;
+using Result = factum::test::ProgramRun;
 
 // A temporary folder to run factum-feed in; `args` is shell text (quote what needs it).
 struct Folder {
   factum::test::TempDir dir;
 
   Result run(const std::string& args) const {
-    const auto out = dir.file("stdout.txt");
-    const auto err = dir.file("stderr.txt");
-    const std::string command = "cd '" + dir.path().string() + "' && '" FACTUM_FEED_BIN "' " +
-                                args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return factum::test::run_shell("'" FACTUM_FEED_BIN "' " + args, dir.path());
   }
   // Runs `args`, which must succeed; returns what it printed.
   std::string ok(const std::string& args) const {
@@ -57,10 +37,7 @@ struct Folder {
   }
   // Runs shell `script` in the folder with $F set to the program; returns its exit code.
   int shell(const std::string& script) const {
-    const std::string command = "cd '" + dir.path().string() + "' && F='" FACTUM_FEED_BIN "' && (" +
-                                script + ") >/dev/null 2>&1";
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return factum::test::run_shell("F='" FACTUM_FEED_BIN "' && (" + script + ")", dir.path()).code;
   }
   std::filesystem::path db() const { return dir.file("feed.db"); }
   // The first column of the first row of `query` on the store.

@@ -2,41 +2,24 @@
 // from the build, FACTUM_ORDERS_BIN) in a temporary folder and checks what it prints, its exit
 // code, and that a refused command leaves the store file exactly as it was.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using factum::test::contains;
+using factum::test::slurp;
+using Result = factum::test::ProgramRun;
 
 // A temporary folder to run factum-orders in; `args` is shell text (quote what needs it).
 struct Folder {
   factum::test::TempDir dir;
 
   Result run(const std::string& args) const {
-    const auto out = dir.file("stdout.txt");
-    const auto err = dir.file("stderr.txt");
-    const std::string command = "cd '" + dir.path().string() + "' && '" FACTUM_ORDERS_BIN "' " +
-                                args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return factum::test::run_shell("'" FACTUM_ORDERS_BIN "' " + args, dir.path());
   }
   // Runs `args`, which must succeed; returns what it printed.
   std::string ok(const std::string& args) const {
@@ -48,10 +31,6 @@ struct Folder {
   std::filesystem::path db() const { return dir.file("orders.db"); }
   factum::Position head() const { return factum::EventStore::open(db()).head_position(); }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Checks that `args` fails with exactly `message` on one line of stderr, exit code 1, and
 // leaves the store's file byte for byte as it was.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "support/child_process.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
@@ -84,10 +85,6 @@ inline std::string file_bytes(const std::filesystem::path& file) {
 
 inline void write_file(const std::filesystem::path& file, const std::string& text) {
   std::ofstream(file, std::ios::binary) << text;
-}
-
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // One line on stderr, starting "factum: ".

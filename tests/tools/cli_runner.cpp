@@ -1,5 +1,6 @@
 // Running the factum binary as a child process (see cli_runner.hpp).
 #include "cli_runner.hpp"
+#include "support/child_process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -21,13 +22,6 @@ extern char** environ;
 
 namespace factum::test {
 namespace {
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::filesystem::path fresh_dir() {
   static std::atomic<int> counter{0};
