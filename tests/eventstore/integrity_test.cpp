@@ -189,7 +189,7 @@ TEST_CASE("verify names events removed from the end of the log") {
   CHECK(r.message.find("10") != std::string::npos);
 }
 
-TEST_CASE("the chain alone cannot see a carefully cut-off tail; verify(expected_head) can") {
+TEST_CASE("the chain alone cannot see a carefully cut-off tail, verify(expected_head) can") {
   TamperedStore t;
   const Head kept = t.store.head();
   // A forger who also rewinds the position counter leaves a chain that is intact in itself.

@@ -217,7 +217,7 @@ TEST_CASE("a checkpoint never saved loads as 0") {
   CHECK(checkpoints.list().empty());
 }
 
-TEST_CASE("save then load returns the saved position; a later save replaces it") {
+TEST_CASE("save then load returns the saved position, a later save replaces it") {
   TempStore t;
   CheckpointStore checkpoints(t.store);
   checkpoints.save("a", 42);

@@ -165,7 +165,7 @@ TEST_CASE("policy stop: restart after a fix resumes at the failed event") {
   CHECK(ProjectionEngine::recorded(t.store).at(0).checkpoint == 18);
 }
 
-TEST_CASE("policy skip: the failing event is skipped, counted and recorded; the rest applied") {
+TEST_CASE("policy skip: the failing event is skipped, counted and recorded, the rest applied") {
   TempStore t;
   append_with_boom(t.store);
   FailingSetup f(t.store, FailurePolicy::skip);
@@ -271,8 +271,8 @@ TEST_CASE("external: apply gets the key \"position:id\" and no SQL handle") {
 }
 
 TEST_CASE(
-    "external: every event is delivered; a new engine redelivers nothing before the "
-    "checkpoint; idempotent handling is exact") {
+    "external: every event is delivered, a new engine redelivers nothing before the "
+    "checkpoint, idempotent handling is exact") {
   TempStore t;
   append_numbers(t.store, 50);
   Sink sink;

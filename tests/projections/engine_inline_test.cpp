@@ -69,7 +69,7 @@ TEST_CASE("inline: another EventStore's appends are caught up by the projection'
   CHECK(read_model(t.store) == fold_log(t.store));
 }
 
-TEST_CASE("event_types: only listed types are applied; the checkpoint moves over the others") {
+TEST_CASE("event_types: only listed types are applied, the checkpoint moves over the others") {
   const std::vector<std::string> types{"test.Counted", "test.Also"};
   TempStore t;
   append_numbers(t.store, 10, 1, "s", 3, "test.Counted");
@@ -100,7 +100,7 @@ TEST_CASE("event_types: only listed types are applied; the checkpoint moves over
   CHECK(fold->applies == listed);
 }
 
-TEST_CASE("inline: a throwing projection fails alone; the append succeeds and others apply it") {
+TEST_CASE("inline: a throwing projection fails alone, the append succeeds and others apply it") {
   TempStore t;
   append_numbers(t.store, 5);
   std::atomic<bool> broken{true};

@@ -655,7 +655,7 @@ TEST_CASE("stop() twice, and destruction after stop(), are harmless") {
   CHECK(seen.positions() == positions_from_to(1, 5));
 }
 
-TEST_CASE("move-assigning a subscription stops the one it replaces; the moved one runs on") {
+TEST_CASE("move-assigning a subscription stops the one it replaces, the moved one runs on") {
   TempStore t;
   Recorder a_seen;
   Recorder b_seen;
@@ -678,7 +678,7 @@ TEST_CASE("move-assigning a subscription stops the one it replaces; the moved on
 
 // ---- a failing handler ------------------------------------------------------------------------
 
-TEST_CASE("a handler that throws fails the subscription; its batch is not checkpointed") {
+TEST_CASE("a handler that throws fails the subscription, its batch is not checkpointed") {
   TempStore t;
   append_spread(t.store, 35);
   std::promise<std::exception_ptr> reported;

@@ -93,7 +93,7 @@ Minutes starts(const std::vector<Result>& results) {
 
 }  // namespace
 
-TEST_CASE("5-minute tumbling windows hold the events of [5k, 5k+5) minutes") {
+TEST_CASE("5-minute tumbling windows hold the events from minute 5k up to, not including, 5k+5") {
   auto windows = windows_of(WindowSpec::tumbling(5min), {0, 1, 4.5, 5, 7, 12});
   CHECK(members(windows) == std::vector<Minutes>{{0, 1, 4.5}, {5, 7}, {12}});
   CHECK(starts(windows) == Minutes{0, 5, 10});
@@ -118,7 +118,7 @@ TEST_CASE("an event lands in exactly 5 of the 5-minute windows hopping by 1 minu
   CHECK(starts(windows_of(WindowSpec::hopping(5min, 1min), {7})) == Minutes{3, 4, 5, 6, 7});
 }
 
-TEST_CASE("a 5-minute sliding window holds, for each event at t, the events in (t-5, t]") {
+TEST_CASE("a 5-minute sliding window holds, for each event at t, the events after t-5 up to t") {
   const Minutes times{0, 1, 3, 6, 8};
   auto windows = windows_of(WindowSpec::sliding(5min), times);
   // 6 - 5 = 1 and 8 - 5 = 3 are outside: the lower bound is exclusive, t itself inclusive.

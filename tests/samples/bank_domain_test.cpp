@@ -29,7 +29,7 @@ void check_refused(BankFixture& f, Fn&& fn, Refused::Reason reason, const std::s
 
 }  // namespace
 
-TEST_CASE("an account opens once; opening it again is refused, naming it") {
+TEST_CASE("an account opens once, opening it again is refused, naming it") {
   BankFixture f;
   f.bank.open("acc-1", "Ann", BankFixture::m("100"));
   const bank::Account a = f.bank.load("acc-1");
