@@ -43,7 +43,7 @@ ProjectionEngine::ProjectionEngine(EventStore& store, EngineOptions options)
   // transaction has committed (before append() returns to its caller).
   impl_->committed =
       store_.on_appended().connect([impl = impl_](const std::vector<RecordedEvent>&) {
-        for (const auto& runner : impl->all()) runner->publish_failure();
+        for (const auto& runner : impl->all()) runner->publish_inline_failure();
       });
 }
 

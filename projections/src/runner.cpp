@@ -472,6 +472,41 @@ void ProjectionEngine::Runner::on_append(AppendTransaction& tx) {
   CheckpointStore::save(sql, name_, end);
   std::lock_guard lock(mu_);
   if (failed_ || row_.skipped != skipped_before) detail::save_row(sql, row_);
+  if (failed_) inline_failure_pending_ = true;  // published after the commit (on_appended)
+}
+
+// After a commit in this process. A failure recorded inline is reported when the file holds it.
+// When it does not, the append that failed was rolled back (another slot threw, or the commit
+// failed): the failure is forgotten and the thread catches up from the file's checkpoint. A
+// commit that is not the failure's own may be seen first; then the failure is forgotten too
+// early, and the thread meets the failing event again and reports it from its own batch.
+void ProjectionEngine::Runner::publish_inline_failure() {
+  {
+    std::lock_guard lock(mu_);
+    if (!inline_failure_pending_) return;
+    inline_failure_pending_ = false;
+  }
+  std::optional<detail::ProjectionRow> file;
+  try {
+    store_.read_sql([&](Sql& sql) { file = detail::load_row(sql, name_); });
+  } catch (...) {
+    publish_failure();  // the file cannot tell: report what this process saw
+    return;
+  }
+  if (file && file->state == "failed") {
+    publish_failure();
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (file) {
+      row_.error = file->error;
+      row_.skipped = file->skipped;
+    }
+    row_.state = std::string(to_string(state_));
+    failed_ = false;
+  }
+  if (wakeup_) wakeup_->notify();
 }
 
 // --- Control and status ----------------------------------------------------------------------
@@ -552,6 +587,7 @@ void ProjectionEngine::Runner::restart() {
     std::lock_guard lock(mu_);
     state_ = ProjectionState::catching_up;
     row_.state = "catching_up";
+    inline_failure_pending_ = false;
   }
   failed_ = false;
   save_state();

@@ -34,9 +34,12 @@ class ProjectionEngine::Runner {
   void request_rebuild();
   // The inline part, inside an append's transaction.
   void on_append(AppendTransaction& tx);
-  // After a commit: a stopping failure recorded in the committed transaction becomes the
-  // state status() and wait_for() see.
+  // After this runner's own batch has committed: a stopping failure recorded in it becomes
+  // the state status() and wait_for() see.
   void publish_failure();
+  // After any commit of this process (on_appended): the same for a failure recorded inline,
+  // once the file holds it; a failure whose append was rolled back is forgotten.
+  void publish_inline_failure();
 
   const std::string& name() const noexcept { return name_; }
   ProjectionStatus status(Position head) const;
@@ -97,6 +100,7 @@ class ProjectionEngine::Runner {
   bool rebuild_requested_ = false;
   std::atomic<bool> active_{false};  // inline: the hook applies appends
   std::atomic<bool> failed_{false};
+  bool inline_failure_pending_ = false;  // on_append recorded a failure not yet published
 
   // Rebuild progress.
   std::chrono::steady_clock::time_point rebuild_started_{};

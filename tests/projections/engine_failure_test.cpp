@@ -134,6 +134,35 @@ TEST_CASE("policy stop, inline: status shows the failure only once the append ha
   CHECK(s.error->position == 7);
 }
 
+TEST_CASE("policy stop, inline: a failure rolled back with its append is forgotten") {
+  TempStore t;
+  append_numbers(t.store, 5);
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  std::atomic<bool> broken{true};
+  failing->after_write = boom_while(broken);
+  engine.add(failing, {.mode = ProjectionMode::inline_append});
+  REQUIRE(eventually([&] { return engine.status("failing").state == ProjectionState::running; }));
+  // A slot connected after the engine's refuses "boom": the append, and with it the
+  // projection's failure, is rolled back.
+  const boost::signals2::scoped_connection veto =
+      t.store.on_appending().connect([](AppendTransaction& tx) {
+        for (const RecordedEvent& e : tx.events()) {
+          if (to_string(e.payload) == "boom") throw std::runtime_error("vetoed");
+        }
+      });
+  CHECK_THROWS_WITH(t.store.append("bad-1", ExpectedVersion::any(), make_event("test.Bad", "boom")),
+                    "vetoed");
+  CHECK(t.store.head_position() == 5);
+  append_numbers(t.store, 2, 6);
+  REQUIRE(engine.wait_for("failing", 7, kWait));
+  const ProjectionStatus s = engine.status("failing");
+  CHECK(s.state == ProjectionState::running);
+  CHECK_FALSE(s.error.has_value());
+  CHECK(read_model(t.store, "failing") == fold_log(t.store));
+  CHECK(ProjectionEngine::recorded(t.store).at(0).state != ProjectionState::failed);
+}
+
 TEST_CASE("policy stop: the other projections of the engine go on to the head") {
   TempStore t;
   append_with_boom(t.store);
