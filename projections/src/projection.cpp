@@ -39,8 +39,38 @@ std::string ProjectionContext::table(std::string_view logical) {
                           std::string(logical) +
                           "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, without '__g')");
   }
-  tables_.emplace(logical);
+  if (tables_.emplace(logical).second && creating_ && sql_ != nullptr) check_free(logical);
   return std::string(logical) + "__g" + std::to_string(generation_);
+}
+
+// A logical name is the name of a view every reader of the file sees: it must not be taken by
+// another projection (whose view this one's swap would replace, and whose tables its cleanup
+// would drop) or by anything else in the file. SQLite compares names without case.
+void ProjectionContext::check_free(std::string_view logical) {
+  const std::string name(logical);
+  std::string owner;
+  sql_->query(
+      "SELECT projection FROM factum_projection_tables WHERE logical = ?1 COLLATE NOCASE AND "
+      "projection <> ?2 LIMIT 1",
+      {name, projection_}, [&](const SqlRow& row) { owner = row.text(0); });
+  if (!owner.empty()) {
+    throw InvalidArgument("factum: projection '" + projection_ + "': table name '" + name +
+                          "' is taken by projection '" + owner +
+                          "' in this file; give this projection's table another name");
+  }
+  const bool ours =
+      sql_->query_integer(
+              "SELECT 1 FROM factum_projection_tables WHERE logical = ?1 COLLATE NOCASE LIMIT 1",
+              {name})
+          .has_value();
+  std::string type;
+  sql_->query("SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE LIMIT 1", {name},
+              [&](const SqlRow& row) { type = row.text(0); });
+  if (!type.empty() && !(ours && type == "view")) {
+    throw InvalidArgument("factum: projection '" + projection_ + "': table name '" + name +
+                          "' is already the name of a " + type +
+                          " in the store's file; give this projection's table another name");
+  }
 }
 
 std::string_view to_string(ProjectionState state) noexcept {

@@ -101,6 +101,7 @@ void ProjectionEngine::Runner::setup() {
       row->version = version_;
       row->generation = 1;
       ProjectionContext ctx(external ? nullptr : &sql, name_, 1);
+      ctx.set_creating(true);
       projection_->reset(ctx);
       if (!external) {
         detail::register_tables(sql, name_, 1, ctx.tables_named());
@@ -144,6 +145,7 @@ void ProjectionEngine::Runner::begin_rebuild(Sql& sql, detail::ProjectionRow& ro
   if (row.rebuild_generation != 0) detail::drop_generation(sql, name_, row.rebuild_generation);
   const std::uint64_t generation = std::max(row.generation, row.rebuild_generation) + 1;
   ProjectionContext ctx(&sql, name_, generation);
+  ctx.set_creating(true);
   projection_->reset(ctx);
   detail::register_tables(sql, name_, generation, ctx.tables_named());
   row.rebuild_version = version_;

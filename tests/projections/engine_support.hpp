@@ -143,7 +143,7 @@ class Gate {
 };
 
 // Folds events into `counts` (stream, n, total): n += weight, total += weight * payload.
-// Tables are not namespaced by projection: two projections on one store need two names.
+// A logical table name belongs to one projection: two projections on one store need two names.
 // Hooks (set before add, constant afterwards) run inside apply after the row is written, so a
 // hook that throws leaves a partial write for the engine to roll back.
 class Fold : public Projection {

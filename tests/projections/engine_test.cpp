@@ -323,4 +323,45 @@ TEST_CASE("a reset that throws on generation 1 makes add throw and leaves nothin
   CHECK(read_model(t.store) == fold_log(t.store));
 }
 
+TEST_CASE("add refuses a table name another projection uses, and leaves that one serving") {
+  TempStore t;
+  append_numbers(t.store, 6);
+  ProjectionEngine engine(t.store);
+  engine.add(std::make_shared<Fold>(Fold::Options{.name = "first", .table = "counts"}));
+  REQUIRE(engine.wait_for("first", 6, kWait));
+  for (const char* table : {"counts", "COUNTS"}) {
+    CAPTURE(table);
+    CHECK_THROWS_WITH_AS(
+        engine.add(std::make_shared<Fold>(Fold::Options{.name = "second", .table = table})),
+        doctest::Contains("is taken by projection 'first'"), InvalidArgument);
+  }
+  CHECK(ProjectionEngine::recorded(t.store).size() == 1);
+  append_numbers(t.store, 2, 7);
+  REQUIRE(engine.wait_for("first", 8, kWait));
+  CHECK(read_model(t.store, "counts") == fold_log(t.store));
+  CHECK(schema_has(t.store, "table", "counts__g1"));
+  // A version bump of the same projection rebuilds under the same name.
+  ProjectionEngine next(t.store);
+  engine.stop();
+  next.add(std::make_shared<Fold>(Fold::Options{.name = "first", .table = "counts", .version = 2}));
+  REQUIRE(next.wait_for("first", 8, kWait));
+  CHECK(next.status("first").version == 2);
+}
+
+TEST_CASE("add refuses a table name that is already a table or view of the file") {
+  TempStore t;
+  append_numbers(t.store, 3);
+  t.store.write_sql([](Sql& sql) { sql.execute("CREATE VIEW my_report AS SELECT 1 AS x"); });
+  ProjectionEngine engine(t.store);
+  for (const char* table : {"events", "Streams", "my_report"}) {
+    CAPTURE(table);
+    CHECK_THROWS_WITH_AS(
+        engine.add(std::make_shared<Fold>(Fold::Options{.name = "clash", .table = table})),
+        doctest::Contains("is already the name of a"), InvalidArgument);
+  }
+  CHECK(ProjectionEngine::recorded(t.store).empty());
+  CHECK(t.store.head_position() == 3);
+  CHECK(t.store.verify().ok());
+}
+
 TEST_SUITE_END();

@@ -70,7 +70,9 @@ class ProjectionContext {
   // The physical name of the read-model table `logical` in the generation being written, e.g.
   // "balances" -> "balances__g3". Readers query `logical`, a view on the serving generation.
   // Tables a projection writes must be created in reset() under this name. Throws
-  // InvalidArgument unless `logical` is an identifier ([A-Za-z_][A-Za-z0-9_]*, no "__g").
+  // InvalidArgument unless `logical` is an identifier ([A-Za-z_][A-Za-z0-9_]*, no "__g"), and,
+  // in reset(), when another projection of the file uses that name (compared without case) or
+  // the file holds a table, index or view of that name that is not this projection's.
   std::string table(std::string_view logical);
   // The event being applied (in apply): its position and id.
   const IdempotencyKey& key() const noexcept { return key_; }
@@ -81,13 +83,18 @@ class ProjectionContext {
   // Used by the engine.
   void set_key(const IdempotencyKey& key) { key_ = key; }
   const std::set<std::string>& tables_named() const noexcept { return tables_; }
+  // The context of a reset(): table() checks that each name is free in the file.
+  void set_creating(bool creating) noexcept { creating_ = creating; }
 
  private:
+  void check_free(std::string_view logical);
+
   Sql* sql_;
   std::string projection_;
   std::uint64_t generation_;
   IdempotencyKey key_;
   std::set<std::string> tables_;
+  bool creating_ = false;
 };
 
 class Projection {
