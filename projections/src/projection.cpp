@@ -63,9 +63,13 @@ void ProjectionContext::check_free(std::string_view logical) {
               "SELECT 1 FROM factum_projection_tables WHERE logical = ?1 COLLATE NOCASE LIMIT 1",
               {name})
           .has_value();
+  // Triggers have names of their own; tables, indexes and views share one namespace. The
+  // projection's own view is expected (a rebuild); anything else by that name is not.
   std::string type;
-  sql_->query("SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE LIMIT 1", {name},
-              [&](const SqlRow& row) { type = row.text(0); });
+  sql_->query(
+      "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE AND type IN "
+      "('table', 'index', 'view') ORDER BY type = 'view' LIMIT 1",
+      {name}, [&](const SqlRow& row) { type = row.text(0); });
   if (!type.empty() && !(ours && type == "view")) {
     throw InvalidArgument("factum: projection '" + projection_ + "': table name '" + name +
                           "' is already the name of a " + type +

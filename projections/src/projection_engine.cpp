@@ -42,8 +42,8 @@ ProjectionEngine::ProjectionEngine(EventStore& store, EngineOptions options)
   // An inline failure is recorded inside the append's transaction; it is reported once that
   // transaction has committed (before append() returns to its caller).
   impl_->committed =
-      store_.on_appended().connect([impl = impl_](const std::vector<RecordedEvent>&) {
-        for (const auto& runner : impl->all()) runner->publish_inline_failure();
+      store_.on_appended().connect([impl = impl_](const std::vector<RecordedEvent>& events) {
+        for (const auto& runner : impl->all()) runner->publish_inline_failure(events);
       });
 }
 

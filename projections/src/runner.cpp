@@ -226,7 +226,20 @@ bool ProjectionEngine::Runner::step() {
       rebuild_follower_.restart(0);
     }
   }
-  if (failed_) return true;
+  if (failed_) {
+    bool pending;
+    {
+      std::lock_guard lock(mu_);
+      pending = inline_failure_.has_value();
+    }
+    if (!pending) return true;
+    // An inline failure not yet reported: inside the writer, the append that recorded it has
+    // either committed (report it) or been rolled back (forget it and go on).
+    Resolution r = Resolution::none;
+    store_.write_sql([&](Sql& sql) { r = resolve_inline_failure(sql); });
+    if (r == Resolution::holds) publish_failure();
+    if (r != Resolution::cleared) return true;
+  }
   bool serving;
   {
     std::lock_guard lock(mu_);
@@ -260,7 +273,9 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
   bool swapped = false;
   Position end = 0;
   bool adopted = false;
+  bool failed_here = false;  // this batch recorded a stopping failure
   auto body = [&](Sql& sql, bool careful) {
+    if (failed_) return;  // recorded inline meanwhile: step() resolves it
     if (adopt_row(sql)) {
       adopted = true;  // another engine swapped or started a rebuild: go on from its state
       return;
@@ -284,6 +299,7 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
       apply_fast(ctx, batch_);
     }
     if (end != saved) CheckpointStore::save(sql, target.checkpoint, end);
+    failed_here = failed_;
     if (failed_) return;
     // Reaching the end of a range is not enough: check the head inside the write lock.
     caught_up = at_end && end >= store_.head_position();
@@ -301,7 +317,7 @@ bool ProjectionEngine::Runner::store_batch(const Target& target) {
     target.follower->restart(0);  // reloaded from the checkpoint by body
     store_.write_sql([&](Sql& sql) { body(sql, true); });
   }
-  publish_failure();
+  if (failed_here) publish_failure();
   if (adopted) {
     follower_.restart(0);
     rebuild_follower_.restart(0);
@@ -381,6 +397,7 @@ void ProjectionEngine::Runner::record_failure(const RecordedEvent& e, const std:
 void ProjectionEngine::Runner::publish_failure() {
   {
     std::lock_guard lock(mu_);
+    inline_failure_.reset();
     if (!failed_ || state_ == ProjectionState::failed) return;
     state_ = ProjectionState::failed;
   }
@@ -437,7 +454,8 @@ void ProjectionEngine::Runner::swap_in(Sql& sql, Position at) {
 // --- Inline --------------------------------------------------------------------------------
 
 void ProjectionEngine::Runner::on_append(AppendTransaction& tx) {
-  if (!active_ || failed_) return;
+  if (!active_) return;
+  if (failed_ && resolve_inline_failure(tx.sql()) != Resolution::cleared) return;
   const std::span<const RecordedEvent> events = tx.events();
   Sql& sql = tx.sql();
   const Position saved = CheckpointStore::load(sql, name_);
@@ -474,41 +492,52 @@ void ProjectionEngine::Runner::on_append(AppendTransaction& tx) {
   CheckpointStore::save(sql, name_, end);
   std::lock_guard lock(mu_);
   if (failed_ || row_.skipped != skipped_before) detail::save_row(sql, row_);
-  if (failed_) inline_failure_pending_ = true;  // published after the commit (on_appended)
+  if (!failed_) return;
+  // Reported once this append has committed (publish_inline_failure); the thread is woken to
+  // settle it should the append be rolled back instead.
+  inline_failure_ = InlineFailure{events.front().position, events.front().id};
+  wakeup_->notify();
 }
 
-// After a commit in this process. A failure recorded inline is reported when the file holds it.
-// When it does not, the append that failed was rolled back (another slot threw, or the commit
-// failed): the failure is forgotten and the thread catches up from the file's checkpoint. A
-// commit that is not the failure's own may be seen first; then the failure is forgotten too
-// early, and the thread meets the failing event again and reports it from its own batch.
-void ProjectionEngine::Runner::publish_inline_failure() {
+// Inside the writer. A failure recorded by an inline append that has not been reported yet:
+// the file (as this transaction sees it) tells whether that append's changes are there. When
+// they are not, it was rolled back (another slot threw, or its commit failed): the failure is
+// forgotten and the row taken back from the file.
+ProjectionEngine::Runner::Resolution ProjectionEngine::Runner::resolve_inline_failure(Sql& sql) {
   {
     std::lock_guard lock(mu_);
-    if (!inline_failure_pending_) return;
-    inline_failure_pending_ = false;
+    if (!inline_failure_) return Resolution::none;
   }
-  std::optional<detail::ProjectionRow> file;
-  try {
-    store_.read_sql([&](Sql& sql) { file = detail::load_row(sql, name_); });
-  } catch (...) {
-    publish_failure();  // the file cannot tell: report what this process saw
-    return;
+  const std::optional<detail::ProjectionRow> file = detail::load_row(sql, name_);
+  if (file && file->state == "failed") return Resolution::holds;
+  std::lock_guard lock(mu_);
+  inline_failure_.reset();
+  if (file) {
+    row_.error = file->error;
+    row_.skipped = file->skipped;
+    row_.state = file->state;
   }
-  if (file && file->state == "failed") {
-    publish_failure();
-    return;
-  }
+  failed_ = false;
+  return Resolution::cleared;
+}
+
+// After a commit of this process (on_appended, in the appending thread, before append()
+// returns): when it committed the append that recorded an inline failure, the failure is
+// reported.
+void ProjectionEngine::Runner::publish_inline_failure(std::span<const RecordedEvent> committed) {
   {
     std::lock_guard lock(mu_);
-    if (file) {
-      row_.error = file->error;
-      row_.skipped = file->skipped;
-    }
-    row_.state = std::string(to_string(state_));
-    failed_ = false;
+    if (!inline_failure_) return;
+    const InlineFailure f = *inline_failure_;
+    const bool ours = std::any_of(committed.begin(), committed.end(), [&](const RecordedEvent& e) {
+      return e.position == f.first_position && e.id == f.first_id;
+    });
+    if (!ours) return;
+    inline_failure_.reset();
+    if (!failed_ || state_ == ProjectionState::failed) return;
+    state_ = ProjectionState::failed;
   }
-  if (wakeup_) wakeup_->notify();
+  changed_.notify_all();
 }
 
 // --- Control and status ----------------------------------------------------------------------
@@ -589,7 +618,7 @@ void ProjectionEngine::Runner::restart() {
     std::lock_guard lock(mu_);
     state_ = ProjectionState::catching_up;
     row_.state = "catching_up";
-    inline_failure_pending_ = false;
+    inline_failure_.reset();
   }
   failed_ = false;
   save_state();

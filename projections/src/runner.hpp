@@ -34,12 +34,9 @@ class ProjectionEngine::Runner {
   void request_rebuild();
   // The inline part, inside an append's transaction.
   void on_append(AppendTransaction& tx);
-  // After this runner's own batch has committed: a stopping failure recorded in it becomes
-  // the state status() and wait_for() see.
-  void publish_failure();
-  // After any commit of this process (on_appended): the same for a failure recorded inline,
-  // once the file holds it; a failure whose append was rolled back is forgotten.
-  void publish_inline_failure();
+  // After any commit of this process (on_appended): a failure recorded inline by the append
+  // that `committed` holds becomes the state status() and wait_for() see.
+  void publish_inline_failure(std::span<const RecordedEvent> committed);
 
   const std::string& name() const noexcept { return name_; }
   ProjectionStatus status(Position head) const;
@@ -69,6 +66,11 @@ class ProjectionEngine::Runner {
                          Position end);
   bool apply_one(Sql* sql, ProjectionContext& ctx, const RecordedEvent& e);
   void record_failure(const RecordedEvent& e, const std::string& message);
+  // Once the transaction holding a recorded stopping failure has committed: status() and
+  // wait_for() see it.
+  void publish_failure();
+  enum class Resolution { none, holds, cleared };
+  Resolution resolve_inline_failure(Sql& sql);
   void swap_in(Sql& sql, Position at);
   void report_progress(bool finished);
   void save_state();
@@ -100,7 +102,12 @@ class ProjectionEngine::Runner {
   bool rebuild_requested_ = false;
   std::atomic<bool> active_{false};  // inline: the hook applies appends
   std::atomic<bool> failed_{false};
-  bool inline_failure_pending_ = false;  // on_append recorded a failure not yet published
+  // A failure recorded by an inline append, not reported yet: that append's first event.
+  struct InlineFailure {
+    Position first_position;
+    EventId first_id;
+  };
+  std::optional<InlineFailure> inline_failure_;  // guarded by mu_
 
   // Rebuild progress.
   std::chrono::steady_clock::time_point rebuild_started_{};
