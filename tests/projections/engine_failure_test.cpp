@@ -40,6 +40,20 @@ struct FailingSetup {
   ProjectionEngine engine;
 };
 
+// An inline projection "failing" that throws on "boom", added and running (handed over to the
+// append hook).
+struct InlineFailing {
+  explicit InlineFailing(EventStore& store) : engine(store) {
+    failing->after_write = boom_while(broken);
+    engine.add(failing, {.mode = ProjectionMode::inline_append});
+    REQUIRE(eventually([&] { return engine.status("failing").state == ProjectionState::running; }));
+  }
+  std::atomic<bool> broken{true};
+  std::shared_ptr<Fold> failing =
+      std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  ProjectionEngine engine;
+};
+
 bool has_failed(const ProjectionEngine& engine, const std::string& name) {
   return eventually([&] { return engine.status(name).state == ProjectionState::failed; });
 }
@@ -107,12 +121,8 @@ TEST_CASE("policy stop: status shows the failure only with the checkpoint before
 TEST_CASE("policy stop, inline: status shows the failure only once the append has committed") {
   TempStore t;
   append_numbers(t.store, 5);
-  ProjectionEngine engine(t.store);
-  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
-  std::atomic<bool> broken{true};
-  failing->after_write = boom_while(broken);
-  engine.add(failing, {.mode = ProjectionMode::inline_append});
-  REQUIRE(eventually([&] { return engine.status("failing").state == ProjectionState::running; }));
+  InlineFailing f(t.store);
+  ProjectionEngine& engine = f.engine;
   slow_checkpoint_saves(t.store, "failing");
   // Positions 6 (applied) and 7 (fails): the append's transaction moves the checkpoint to 6.
   std::thread appender([&] {
@@ -137,12 +147,8 @@ TEST_CASE("policy stop, inline: status shows the failure only once the append ha
 TEST_CASE("policy stop, inline: a failure rolled back with its append is forgotten") {
   TempStore t;
   append_numbers(t.store, 5);
-  ProjectionEngine engine(t.store);
-  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
-  std::atomic<bool> broken{true};
-  failing->after_write = boom_while(broken);
-  engine.add(failing, {.mode = ProjectionMode::inline_append});
-  REQUIRE(eventually([&] { return engine.status("failing").state == ProjectionState::running; }));
+  InlineFailing f(t.store);
+  ProjectionEngine& engine = f.engine;
   // A slot connected after the engine's refuses "boom": the append, and with it the
   // projection's failure, is rolled back.
   const boost::signals2::scoped_connection veto =
