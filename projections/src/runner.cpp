@@ -533,11 +533,8 @@ void ProjectionEngine::Runner::publish_inline_failure(std::span<const RecordedEv
       return e.position == f.first_position && e.id == f.first_id;
     });
     if (!ours) return;
-    inline_failure_.reset();
-    if (!failed_ || state_ == ProjectionState::failed) return;
-    state_ = ProjectionState::failed;
   }
-  changed_.notify_all();
+  publish_failure();
 }
 
 // --- Control and status ----------------------------------------------------------------------
