@@ -9,6 +9,8 @@
 // run in rounds (--reps); the best run of each case counts, since the machine may be shared.
 //
 //   events_bench [--quick] [--json] [--seconds S] [--reps N] [--events N]
+#include <sys/random.h>
+
 #include <algorithm>
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
@@ -308,7 +310,7 @@ struct Corpus {
 
 struct Case {
   std::string key;                       // stable name (JSON)
-  std::string op;                        // "encode" or "decode"
+  std::string op;                        // "encode", "decode" or "id"
   std::string name;                      // table name
   double bytes = 0;                      // average encoded size
   std::function<void(std::size_t)> run;  // processes event i
@@ -411,6 +413,15 @@ std::vector<Case> make_cases(const Corpus& k) {
         ia >> e;
         g_sink += static_cast<std::uint64_t>(e.amount_minor) + e.note.size();
       });
+
+  // Event ids: EventId::generate checks the fork generation (one relaxed atomic load) before
+  // each id; the baseline asks the kernel for 16 random bytes per id, the other fork-safe way.
+  add("id_baseline", "id", "getrandom(16 bytes) per id", 16, [](auto) {
+    std::uint64_t bytes[2];
+    if (getrandom(bytes, sizeof bytes, 0) == static_cast<ssize_t>(sizeof bytes)) g_sink += bytes[0];
+  });
+  add("id_generate", "id", "EventId::generate (fork-safe)", 16,
+      [](auto) { g_sink += factum::EventId::generate().bytes()[15]; });
   return cases;
 }
 

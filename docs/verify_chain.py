@@ -3,9 +3,11 @@
 
 Follows docs/storage-format.md and reports as EventStore::verify does: the first position where
 the chain breaks (malformed_row, position_gap, hash_mismatch), a cut-off tail (truncated: the
-AUTOINCREMENT counter in sqlite_sequence is past the last event) or, when HEAD_HEX (a head hash
-kept from earlier) is given and does not occur in the chain, head_mismatch. Exit status: 0 intact,
-1 broken, 2 not a factum store of format 1. Needs only the standard library.
+AUTOINCREMENT counter in sqlite_sequence is past the last event), a row the chain does not cover
+(unchained_row: an event below position 1, or a stream without events) or, when HEAD_HEX (a head
+hash kept from earlier) is given and does not occur in the chain, head_mismatch. Reads the whole
+check in one read transaction. Exit status: 0 intact, 1 broken, 2 not a factum store of format 1
+or 2. Needs only the standard library.
 """
 import hashlib
 import sqlite3
@@ -13,7 +15,7 @@ import struct
 import sys
 
 APPLICATION_ID = 0x4643544D  # "FCTM"
-FORMAT_VERSION = 1
+FORMAT_VERSIONS = (1, 2)  # 2 adds the insert guards (triggers); the chain is the same
 COLUMNS = ["e.position", "s.stream_id", "e.stream_version", "e.event_id", "e.type",
            "e.schema_version", "e.payload", "e.correlation_id", "e.causation_id",
            "e.compensates", "e.actor", "e.extra", "e.recorded_at", "e.hash"]
@@ -106,8 +108,8 @@ def open_store(path):
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if app_id != APPLICATION_ID:
         raise SystemExit(f"{path}: not a factum store (application_id {app_id:#010x})")
-    if version != FORMAT_VERSION:
-        raise SystemExit(f"{path}: storage format {version}; this script reads format 1")
+    if version not in FORMAT_VERSIONS:
+        raise SystemExit(f"{path}: storage format {version}; this script reads formats 1 and 2")
     return db
 
 
@@ -117,6 +119,10 @@ def verify(db, expected_head=None):
            + " ORDER BY e.position")
     previous, expected_pos = bytes(32), 1
     seen_head = expected_head is None or expected_head == bytes(32)
+    rows, lowest = db.execute("SELECT count(*), min(position) FROM events").fetchone()
+    if rows and lowest < 1:
+        raise Broken("unchained_row", 1, f"an event row at position {lowest} lies outside the "
+                     "chain (positions start at 1): it was inserted behind the library's back")
     for full in db.execute(sql):
         row, types, category = full[:14], [t.decode() for t in full[14:28]], full[28]
         try:
@@ -142,9 +148,17 @@ def verify(db, expected_head=None):
     if sequence is not None and sequence[0] >= expected_pos:
         raise Broken("truncated", expected_pos, f"the log ends at position {expected_pos - 1} but "
                      f"positions up to {sequence[0]} were written: events were removed from its end")
+    if rows != expected_pos - 1:
+        raise Broken("unchained_row", expected_pos, f"the events table holds {rows} rows but the "
+                     f"chain {expected_pos - 1}: rows were inserted behind the library's back")
     if not seen_head:
         raise Broken("head_mismatch", expected_pos, f"the expected head hash is not in the chain "
                      f"(it ends at position {expected_pos - 1}): the log was cut off or rewritten")
+    empty = db.execute("SELECT stream_id FROM streams s WHERE NOT EXISTS (SELECT 1 FROM events e "
+                       "WHERE e.stream_key = s.stream_key) LIMIT 1").fetchone()
+    if empty is not None:
+        raise Broken("unchained_row", 0, f"the stream '{empty[0]!r}' has no events: its row was "
+                     "inserted behind the library's back")
     return expected_pos - 1, previous
 
 
@@ -153,6 +167,7 @@ def main(argv):
         raise SystemExit(__doc__.splitlines()[0])
     db = open_store(argv[1])
     try:
+        db.execute("BEGIN")  # one snapshot for the whole check, however many appends run
         count, head = verify(db, bytes.fromhex(argv[2]) if len(argv) == 3 else None)
     except Broken as b:
         print(f"{b.problem} at position {b.position}: {b}")

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libsqlite3-dev sqlite3 libboost-dev libboost-serialization-dev libssl-dev
-  doctest-dev libcli11-dev nlohmann-json3-dev
+  doctest-dev libcli11-dev nlohmann-json3-dev python3
   clang libclang-rt-14-dev clang-format
 )
 

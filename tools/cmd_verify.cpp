@@ -31,6 +31,8 @@ std::string_view problem_name(VerifyResult::Problem p) {
       return "truncated";
     case VerifyResult::Problem::head_mismatch:
       return "head_mismatch";
+    case VerifyResult::Problem::unchained_row:
+      return "unchained_row";
   }
   return "unknown";
 }

@@ -1,5 +1,8 @@
 #include "factum/eventstore/event_id.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -13,11 +16,30 @@ namespace {
 // that is incremented within one millisecond, so ids from one thread strictly increase
 // (RFC 9562, method 2: monotonic random).
 struct Generator {
-  std::mt19937_64 rng{std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)};
+  std::mt19937_64 rng{seed()};
   std::uint64_t last_ms = 0;
-  std::uint64_t rand_a = 0;  // 12 bits
-  std::uint64_t rand_b = 0;  // 62 bits
+  std::uint64_t rand_a = 0;      // 12 bits
+  std::uint64_t rand_b = 0;      // 62 bits
+  std::uint64_t generation = 0;  // the fork generation it was seeded in
+
+  static std::uint64_t seed() {
+    std::random_device device;  // the kernel's generator (getrandom)
+    return device() ^ (std::uint64_t{device()} << 32);
+  }
 };
+
+// fork() copies the generator of the forking thread into the child: parent and child would
+// then make the same ids in the same millisecond. Every fork bumps this counter in the child,
+// and a generator seeded in an older generation reseeds before its next id.
+std::atomic<std::uint64_t> fork_generation{0};
+
+void after_fork_in_child() noexcept { fork_generation.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t current_generation() noexcept {
+  static const int registered = pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+  (void)registered;  // fails only without memory: then ids rely on the pid-free seed alone
+  return fork_generation.load(std::memory_order_relaxed);
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -30,6 +52,10 @@ int hex_value(char c) {
 
 EventId EventId::generate() {
   thread_local Generator g;
+  if (const std::uint64_t generation = current_generation(); generation != g.generation) {
+    g = Generator{};  // a forked child: new seed, and no counting on from the parent's tail
+    g.generation = generation;
+  }
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   std::uint64_t ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now).count());

@@ -37,6 +37,17 @@ std::string verify_select() {
          "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2";
 }
 
+// The first position (or version) a page query reads. A read of the log or a category from its
+// start also takes rows below position 1: no row of the file is hidden from a reader, and such
+// a row (inserted behind the library's back) fails to decode as CorruptEventError.
+std::int64_t lower_bound(const PageQuery& query) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  const bool by_position =
+      query.kind == PageQuery::Kind::all || query.kind == PageQuery::Kind::category;
+  if (by_position && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
+}
+
 }  // namespace
 
 ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
@@ -76,6 +87,10 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
       // saves a B-tree search per event (bench/verify_bench.cpp).
       verify_page(db, verify_select().c_str()),
       sequence(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
+      event_rows(db, "SELECT count(*), min(position), max(position) FROM events"),
+      empty_streams(db,
+                    "SELECT stream_id FROM streams s WHERE NOT EXISTS "
+                    "(SELECT 1 FROM events e WHERE e.stream_key = s.stream_key) LIMIT 1"),
       cache(db) {}
 
 ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options)
@@ -112,8 +127,7 @@ void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
   StatementScope scope(s);
   int next = 1;
   if (query.kind != PageQuery::Kind::all) s.bind(next++, std::string_view(query.key));
-  s.bind(next++, static_cast<std::int64_t>(std::min<std::uint64_t>(
-                     query.from, std::numeric_limits<std::int64_t>::max())));
+  s.bind(next++, lower_bound(query));
   s.bind(next, static_cast<std::int64_t>(limit));
   page.reserve(limit);
   while (page.size() < limit && s.step("reading events")) read_row(s, page.emplace_back());

@@ -27,9 +27,11 @@ struct ReadConnection {
   Statement head;
   Statement by_id;
   Statement compensations;
-  Statement verify_page;  // kEventColumns plus the stream's category
-  Statement sequence;     // AUTOINCREMENT's record of the highest position ever written
-  StatementCache cache;   // statements of read_sql callers
+  Statement verify_page;    // kEventColumns plus the stream's category
+  Statement sequence;       // AUTOINCREMENT's record of the highest position ever written
+  Statement event_rows;     // count, min and max position of the events table
+  Statement empty_streams;  // a stream row that no event refers to
+  StatementCache cache;     // statements of read_sql callers
 };
 
 // Hands out idle read connections, opening a new one when none is idle.

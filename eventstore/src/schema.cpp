@@ -44,6 +44,23 @@ CREATE TRIGGER streams_are_permanent BEFORE DELETE ON streams
 BEGIN SELECT RAISE(ABORT, 'factum: streams are never deleted'); END;
 )sql";
 
+// Format 2: inserts are guarded too. INSERT OR REPLACE (and REPLACE INTO) deletes the rows it
+// conflicts with without firing DELETE triggers; these refuse such an insert before it runs.
+// An event may only be inserted at the next position, as the next version of its stream, with
+// an id not stored yet; a stream row may not take a stored stream's id or key.
+constexpr const char* kInsertGuards = R"sql(
+CREATE TRIGGER events_are_appended BEFORE INSERT ON events
+WHEN NEW.position IS NOT coalesce((SELECT max(position) FROM events), 0) + 1
+  OR NEW.stream_version IS NOT coalesce((SELECT max(stream_version) FROM events
+                                         WHERE stream_key = NEW.stream_key), 0) + 1
+  OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
+BEGIN SELECT RAISE(ABORT, 'factum: events are only appended: at the next position, as the next version of their stream, with a new id'); END;
+CREATE TRIGGER streams_are_added BEFORE INSERT ON streams
+WHEN EXISTS (SELECT 1 FROM streams WHERE stream_id = NEW.stream_id)
+  OR EXISTS (SELECT 1 FROM streams WHERE stream_key = NEW.stream_key)
+BEGIN SELECT RAISE(ABORT, 'factum: streams are never replaced'); END;
+)sql";
+
 [[noreturn]] void not_a_store(const Database& db, const std::string& why) {
   throw StorageError(StorageError::Kind::not_a_store,
                      "factum: '" + db.file() + "' is not a factum store: " + why);
@@ -127,9 +144,20 @@ void create_schema(Database& db, const StoreOptions& options) {
   // Another process may have created the store meanwhile.
   if (check_header(db, read_header(db))) return;
   db.exec(kSchema, "creating the schema");
+  db.exec(kInsertGuards, "creating the schema");
   db.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(),
           "creating the schema");
   db.exec(("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str(), "creating the schema");
+  tx.commit();
+}
+
+// Format 1 to 2: adds the insert guards, in one transaction with the new format number.
+void upgrade(Database& db, const StoreOptions& options) {
+  ensure_wal(db, options.busy_timeout);
+  Transaction tx(db, Transaction::Mode::immediate);
+  if (read_header(db).format != 1) return;  // another process upgraded it meanwhile
+  db.exec(kInsertGuards, "upgrading the store to format 2");
+  db.exec("PRAGMA user_version=2", "upgrading the store to format 2");
   tx.commit();
 }
 
@@ -148,6 +176,7 @@ void prepare_schema(Database& db, const StoreOptions& options) {
     throw;
   }
   if (check_header(db, h)) {
+    if (!options.read_only && h.format < kFormatVersion) upgrade(db, options);
     if (!options.read_only) ensure_wal(db, options.busy_timeout);
     return;
   }

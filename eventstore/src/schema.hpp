@@ -12,8 +12,9 @@ namespace factum::detail {
 
 // PRAGMA application_id of a factum store: "FCTM".
 inline constexpr std::int32_t kApplicationId = 0x4643544d;
-// PRAGMA user_version: the storage format version this code writes and reads.
-inline constexpr std::int32_t kFormatVersion = 1;
+// PRAGMA user_version: the storage format version this code writes and reads. Format 2 is
+// format 1 plus the triggers that guard inserts; a writable open upgrades a format-1 file.
+inline constexpr std::int32_t kFormatVersion = 2;
 
 // Makes `db` ready: creates the schema in a new, empty file (unless read-only), or checks an
 // existing one. Throws StorageError (not_a_store, newer_format) and changes nothing then.

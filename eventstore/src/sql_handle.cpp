@@ -5,7 +5,15 @@
 namespace factum::detail {
 namespace {
 
-void bind_all(Statement& s, std::span<const SqlValue> params) {
+// Binds ?1..?N; refuses a count of values that differs from the statement's parameters (an
+// extra value would be ignored, a missing one read as NULL).
+void bind_all(Statement& s, std::string_view sql, std::span<const SqlValue> params) {
+  const int wanted = s.parameter_count();
+  if (params.size() != static_cast<std::size_t>(wanted)) {
+    throw InvalidArgument("factum: the SQL statement '" + std::string(sql) + "' takes " +
+                          std::to_string(wanted) + " parameter(s) but " +
+                          std::to_string(params.size()) + " value(s) were given");
+  }
   int index = 1;
   for (const SqlValue& v : params) {
     std::visit(
@@ -64,31 +72,53 @@ class Row final : public SqlRow {
 
 }  // namespace
 
-Statement& StatementCache::get(std::string_view sql) {
-  const auto it = statements_.find(sql);
-  if (it != statements_.end()) return *it->second;
-  if (statements_.size() >= kMaxStatements) statements_.clear();
-  const std::string key(sql);
+StatementCache::Lease::~Lease() {
+  statement_->reset();
+  cache_.give_back(std::move(sql_), std::move(statement_));
+}
+
+StatementCache::Lease StatementCache::get(std::string_view sql) {
+  const auto it = idle_.find(sql);
+  if (it != idle_.end() && !it->second.empty()) {
+    auto statement = std::move(it->second.back());
+    it->second.pop_back();
+    --idle_count_;
+    return Lease(*this, std::move(statement), it->first);
+  }
+  std::string key(sql);
   auto statement = std::make_unique<Statement>(db_, key.c_str());
-  return *statements_.emplace(key, std::move(statement)).first->second;
+  return Lease(*this, std::move(statement), std::move(key));
+}
+
+// Keeps an idle statement for reuse; past the limit, the idle ones are finalized (statements
+// in use are never in idle_, so nothing a caller is stepping is ever freed).
+void StatementCache::give_back(std::string sql, std::unique_ptr<Statement> s) noexcept {
+  try {
+    if (idle_count_ >= kMaxIdle) {
+      idle_.clear();
+      idle_count_ = 0;
+    }
+    idle_[std::move(sql)].push_back(std::move(s));
+    ++idle_count_;
+  } catch (...) {
+    // Out of memory: the statement is finalized instead of kept.
+  }
 }
 
 std::int64_t SqlHandle::execute(std::string_view sql, std::span<const SqlValue> params) {
-  Statement& s = cache_.get(sql);
-  StatementScope scope(s);
-  bind_all(s, params);
-  while (s.step("running SQL")) {
+  auto s = cache_.get(sql);
+  bind_all(*s, sql, params);
+  while (s->step("running SQL")) {
   }
-  return sqlite3_changes64(s.db().get());
+  return sqlite3_changes64(s->db().get());
 }
 
 void SqlHandle::query(std::string_view sql, std::span<const SqlValue> params,
                       const std::function<void(const SqlRow&)>& on_row) {
-  Statement& s = cache_.get(sql);
-  StatementScope scope(s);
-  bind_all(s, params);
-  const Row row(s);
-  while (s.step("running a query")) on_row(row);
+  auto s = cache_.get(sql);
+  bind_all(*s, sql, params);
+  const Row row(*s);
+  while (s->step("running a query")) on_row(row);
 }
 
 }  // namespace factum::detail

@@ -90,13 +90,29 @@ Statement::Statement(Database& db, const char* sql) : db_(db) {
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
-void Statement::bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+void Statement::check_bind(int rc, int index) const {
+  if (rc == SQLITE_OK) return;
+  const char* sql = sqlite3_sql(stmt_);
+  const std::string what = "parameter ?" + std::to_string(index) + " of '" +
+                           std::string(sql != nullptr ? sql : "") + "'";
+  if (rc == SQLITE_RANGE) {
+    throw InvalidArgument("factum: " + what + " does not exist (the statement has " +
+                          std::to_string(parameter_count()) + " parameter(s))");
+  }
+  if (rc == SQLITE_TOOBIG) throw InvalidArgument("factum: the value for " + what + " is too large");
+  throw_sqlite(db_.get(), rc, "binding " + what, db_.file());
+}
+
+void Statement::bind(int index, std::int64_t value) {
+  check_bind(sqlite3_bind_int64(stmt_, index, value), index);
+}
 
 void Statement::bind(int index, std::string_view text) {
   // A non-null pointer even for "" so SQLite stores an empty text, not NULL.
   static const char kEmpty = 0;
-  sqlite3_bind_text64(stmt_, index, text.empty() ? &kEmpty : text.data(), text.size(),
-                      SQLITE_STATIC, SQLITE_UTF8);
+  check_bind(sqlite3_bind_text64(stmt_, index, text.empty() ? &kEmpty : text.data(), text.size(),
+                                 SQLITE_STATIC, SQLITE_UTF8),
+             index);
 }
 
 void Statement::bind_blob(int index, std::span<const std::byte> bytes) {
@@ -105,12 +121,15 @@ void Statement::bind_blob(int index, std::span<const std::byte> bytes) {
 
 void Statement::bind_blob(int index, const void* data, std::size_t size) {
   static const char kEmpty = 0;
-  sqlite3_bind_blob64(stmt_, index, size == 0 ? &kEmpty : data, size, SQLITE_STATIC);
+  check_bind(sqlite3_bind_blob64(stmt_, index, size == 0 ? &kEmpty : data, size, SQLITE_STATIC),
+             index);
 }
 
-void Statement::bind_null(int index) { sqlite3_bind_null(stmt_, index); }
+void Statement::bind_null(int index) { check_bind(sqlite3_bind_null(stmt_, index), index); }
 
-void Statement::bind_real(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+void Statement::bind_real(int index, double value) {
+  check_bind(sqlite3_bind_double(stmt_, index, value), index);
+}
 
 bool Statement::step(std::string_view doing) {
   const int rc = sqlite3_step(stmt_);

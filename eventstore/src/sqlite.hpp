@@ -52,6 +52,8 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
+  // Binders throw InvalidArgument for an index the statement has no parameter for or a value
+  // too large for SQLite, StorageError for anything else SQLite refuses.
   void bind(int index, std::int64_t value);
   void bind(int index, std::string_view text);
   void bind_blob(int index, std::span<const std::byte> bytes);
@@ -70,12 +72,14 @@ class Statement {
   std::int64_t column_int(int col) const noexcept { return sqlite3_column_int64(stmt_, col); }
   double column_real(int col) const noexcept { return sqlite3_column_double(stmt_, col); }
   int column_count() const noexcept { return sqlite3_column_count(stmt_); }
+  int parameter_count() const noexcept { return sqlite3_bind_parameter_count(stmt_); }
   std::string_view column_text(int col) const noexcept;
   std::span<const std::byte> column_blob(int col) const noexcept;
 
   Database& db() const noexcept { return db_; }
 
  private:
+  void check_bind(int rc, int index) const;
   Database& db_;
   sqlite3_stmt* stmt_ = nullptr;
 };

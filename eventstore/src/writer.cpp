@@ -35,6 +35,33 @@ void bind_optional_id(Statement& s, int index, const std::optional<EventId>& id)
   }
 }
 
+template <typename A, typename B>
+bool same_bytes(const A& stored, const B& want) {
+  return stored.size() == want.size() &&
+         (want.size() == 0 || std::memcmp(stored.data(), want.data(), want.size()) == 0);
+}
+
+bool same_optional_id(const Statement& s, int col, const std::optional<EventId>& want) {
+  if (s.column_type(col) == SQLITE_NULL) return !want;
+  return want && same_bytes(s.column_blob(col), want->bytes());
+}
+
+// True when the stored event at the current row of `s` (columns: event_id, position, type,
+// schema_version, payload, correlation_id, causation_id, compensates, actor, extra) has the
+// content of `want`: the test that tells a retried event from another event with the same id.
+bool same_content(const Statement& s, const EventData& want) {
+  const Metadata& m = want.metadata;
+  if (s.column_text(2) != want.type || s.column_int(3) != std::int64_t{want.schema_version} ||
+      !same_bytes(s.column_blob(4), want.payload) || !same_optional_id(s, 5, m.correlation_id) ||
+      !same_optional_id(s, 6, m.causation_id) || !same_optional_id(s, 7, m.compensates) ||
+      s.column_text(8) != m.actor) {
+    return false;
+  }
+  if (m.values.empty()) return s.column_type(9) == SQLITE_NULL;
+  const std::string extra = encode_values(m.values);
+  return same_bytes(s.column_blob(9), extra);
+}
+
 RecordedEvent make_recorded(const EventFields& f, const Hash& hash, const Hash& previous) {
   RecordedEvent r;
   r.position = f.position;
@@ -64,7 +91,8 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
              "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
              "LEFT JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = ?1"),
       ids_from_(db_,
-                "SELECT event_id, position FROM events WHERE stream_key = ?1 "
+                "SELECT event_id, position, type, schema_version, payload, correlation_id, "
+                "causation_id, compensates, actor, extra FROM events WHERE stream_key = ?1 "
                 "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
       tail_(db_, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
       log_range_(db_, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = "
@@ -363,8 +391,14 @@ std::optional<AppendResult> Writer::find_retry(const AppendView& a,
   std::size_t matched = 0;
   while (matched < a.events.size() && ids_from_.step("checking a retried batch")) {
     const auto id = ids_from_.column_blob(0);
-    const auto& want = a.events[matched].id.bytes();
-    if (id.size() != want.size() || std::memcmp(id.data(), want.data(), want.size()) != 0) break;
+    const EventData& want = a.events[matched];
+    if (!same_bytes(id, want.id.bytes())) break;
+    if (!same_content(ids_from_, want)) {
+      throw DuplicateEventError(want.id.to_string(), std::string(a.stream),
+                                "is stored already with other content (type, schema version, "
+                                "payload or metadata differ): a retry must repeat the same "
+                                "events, and a new event needs a new id");
+    }
     result.stream_version = first_version + matched;
     result.last_position = static_cast<Position>(ids_from_.column_int(1));
     ++matched;
@@ -418,9 +452,11 @@ void Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& ha
   s.bind_blob(14, hash.data(), hash.size());
   const int rc = s.step_rc();
   if (rc == SQLITE_DONE) return;
-  if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+  // A stored id fails the unique index or, first, the insert guard (events_are_appended).
+  if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_TRIGGER) {
     s.reset();
-    throw_duplicate(*f.id, f.stream_id);
+    if (is_stored(*f.id)) throw_duplicate(*f.id, f.stream_id);
+    throw_sqlite(db_.get(), rc, "appending an event", db_.file());
   }
   throw_sqlite(db_.get(), rc, "appending an event", db_.file());
 }

@@ -99,6 +99,59 @@ TEST_CASE("a retry of a single event returns its original result") {
   CHECK(t.store.head_position() == 2);
 }
 
+TEST_CASE("a stored id with other content is refused for every expected version kind") {
+  struct Change {
+    const char* what;
+    void (*apply)(EventData&);
+  };
+  const Change changes[] = {
+      {"payload", [](EventData& e) { e.payload = to_bytes("other"); }},
+      {"type", [](EventData& e) { e.type = "test.Other"; }},
+      {"schema version", [](EventData& e) { e.schema_version = 2; }},
+      {"actor", [](EventData& e) { e.metadata.actor = "mallory"; }},
+      {"key/values",
+       [](EventData& e) {
+         e.metadata.values = {{"k", "v"}};
+       }},
+      {"correlation id", [](EventData& e) { e.metadata.correlation_id = EventId::generate(); }},
+  };
+  const ExpectedVersion kinds[] = {ExpectedVersion::any(), ExpectedVersion::no_stream(),
+                                   ExpectedVersion::stream_exists(), ExpectedVersion::exact(0),
+                                   ExpectedVersion::exact(2)};
+  for (const Change& change : changes) {
+    for (const ExpectedVersion& expected : kinds) {
+      CAPTURE(change.what);
+      CAPTURE(expected.to_string());
+      TempStore t;
+      auto batch = make_events(2);
+      t.store.append("order-1", ExpectedVersion::no_stream(), batch);
+      change.apply(batch.back());
+      try {
+        t.store.append("order-1", expected, batch);
+        FAIL("expected DuplicateEventError");
+      } catch (const DuplicateEventError& err) {
+        CHECK(err.event_id() == batch.back().id.to_string());
+        CHECK(err.stream() == "order-1");
+        CHECK(std::string(err.what()).find("other content") != std::string::npos);
+      }
+      CHECK(t.store.head_position() == 2);
+      CHECK(t.store.read_stream("order-1").to_vector().back().payload == to_bytes("1"));
+    }
+  }
+}
+
+TEST_CASE("a retry whose metadata matches field by field is still a retry") {
+  TempStore t;
+  auto e = make_event();
+  e.metadata.actor = "alice";
+  e.metadata.values = {{"b", "2"}, {"a", "1"}};
+  e.metadata.causation_id = EventId::generate();
+  const auto first = t.store.append("x-1", ExpectedVersion::no_stream(), e);
+  const EventData copy = e;
+  CHECK(t.store.append("x-1", ExpectedVersion::no_stream(), copy) == first);
+  CHECK(t.store.head_position() == 1);
+}
+
 TEST_CASE("a batch that partly overlaps stored events throws DuplicateEventError") {
   TempStore t;
   auto batch = make_events(3);
@@ -295,6 +348,45 @@ TEST_CASE("the events table refuses UPDATE and DELETE") {
   CHECK_THROWS(factum::test::raw_exec(t.path, "DELETE FROM streams"));
   CHECK(t.store.head_position() == 1);
   CHECK(t.store.verify().ok());
+}
+
+TEST_CASE("INSERT OR REPLACE cannot rewrite or remove a stored event") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_events(3));
+  t.store.append("t-1", ExpectedVersion::any(), make_events(1));
+  const auto before = t.store.read_all().to_vector();
+  const char* attacks[] = {
+      // the same position: REPLACE deletes the stored row first
+      "INSERT OR REPLACE INTO events SELECT position, stream_key, stream_version, event_id, "
+      "'forged', schema_version, payload, correlation_id, causation_id, compensates, actor, "
+      "extra, recorded_at, hash FROM events WHERE position = 2",
+      "REPLACE INTO events SELECT * FROM events WHERE position = 1",
+      // a new position, but a stored id, or a stored (stream, version): REPLACE deletes those
+      "INSERT OR REPLACE INTO events SELECT 5, stream_key, stream_version, event_id, type, "
+      "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+      "recorded_at, hash FROM events WHERE position = 2",
+      "INSERT OR REPLACE INTO events SELECT 5, stream_key, stream_version, randomblob(16), type, "
+      "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+      "recorded_at, hash FROM events WHERE position = 3",
+      // rows outside the chain
+      "INSERT INTO events SELECT 0, stream_key, 4, randomblob(16), type, schema_version, payload, "
+      "correlation_id, causation_id, compensates, actor, extra, recorded_at, hash FROM events "
+      "WHERE position = 3",
+      "INSERT INTO events SELECT 9, stream_key, 4, randomblob(16), type, schema_version, payload, "
+      "correlation_id, causation_id, compensates, actor, extra, recorded_at, hash FROM events "
+      "WHERE position = 3",
+      "REPLACE INTO streams (stream_key, stream_id, category) SELECT stream_key, 'x-1', 'x' "
+      "FROM streams WHERE stream_id = 's-1'",
+      "INSERT OR REPLACE INTO streams (stream_id, category) VALUES ('s-1', 's')",
+  };
+  for (const char* sql : attacks) {
+    CAPTURE(sql);
+    CHECK_THROWS(factum::test::raw_exec(t.path, sql));
+  }
+  CHECK(t.store.read_all().to_vector() == before);
+  CHECK(t.store.stream_version("s-1") == 3);
+  CHECK(t.store.verify().ok());
+  CHECK(t.store.append("s-1", ExpectedVersion::exact(3), make_event()).last_position == 5);
 }
 
 TEST_CASE("on_appended fires after each commit with the committed events") {

@@ -2,6 +2,8 @@
 // SQL behind the library's back, and verify(expected_head) finds a cut-off tail.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
@@ -13,6 +15,48 @@ using factum::test::TempStore;
 using Problem = VerifyResult::Problem;
 
 namespace {
+
+std::string problem_name(Problem p) {
+  switch (p) {
+    case Problem::none:
+      return "none";
+    case Problem::hash_mismatch:
+      return "hash_mismatch";
+    case Problem::position_gap:
+      return "position_gap";
+    case Problem::malformed_row:
+      return "malformed_row";
+    case Problem::truncated:
+      return "truncated";
+    case Problem::head_mismatch:
+      return "head_mismatch";
+    case Problem::unchained_row:
+      return "unchained_row";
+  }
+  return "?";
+}
+
+// What docs/verify_chain.py says of the file: "none" when intact, else "<problem> at position
+// <n>", as it prints it.
+std::string python_verdict(const std::filesystem::path& file) {
+  const std::string command =
+      "python3 '" FACTUM_SOURCE_DIR "/docs/verify_chain.py' '" + file.string() + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  const int status = pclose(pipe);
+  if (status == 0) return "none";
+  return out.substr(0, out.find(':'));
+}
+
+// The C++ verify and the Python script agree on the problem and its position.
+void check_python_agrees(const std::filesystem::path& file, const VerifyResult& r) {
+  const std::string expected =
+      r.ok() ? "none" : problem_name(r.problem) + " at position " + std::to_string(r.position);
+  CHECK(python_verdict(file) == expected);
+}
 
 // A store with 10 events over 3 streams, with metadata, and its triggers dropped so raw SQL
 // can tamper with it.
@@ -27,9 +71,13 @@ struct TamperedStore : TempStore {
     REQUIRE(store.verify().ok());
     raw_exec(path, factum::test::kDropTriggers);
   }
+  // Runs `sql` on the file behind the store's back; verifies with the store and the Python
+  // script, which must agree.
   VerifyResult after(const std::string& sql) {
     raw_exec(path, sql);
-    return store.verify();
+    VerifyResult r = store.verify();
+    check_python_agrees(path, r);
+    return r;
   }
 };
 
@@ -43,6 +91,31 @@ TEST_CASE("verify reports an intact chain and counts its events") {
   CHECK(static_cast<bool>(r));
   CHECK(r.events_checked == 5);
   CHECK(r.position == 0);
+  check_python_agrees(t.path, r);
+}
+
+TEST_CASE("verify names an event row inserted below position 1, which no read hides") {
+  for (const std::string at : {"0", "-5"}) {
+    CAPTURE(at);
+    TamperedStore t;
+    const auto r = t.after(std::string("INSERT INTO events SELECT ") + at +
+                           ", stream_key, 6, randomblob(16), type, schema_version, payload, "
+                           "correlation_id, causation_id, compensates, actor, extra, recorded_at, "
+                           "hash FROM events WHERE position = 10");
+    CHECK(r.problem == Problem::unchained_row);
+    CHECK(r.position == 1);
+    CHECK(r.message.find(std::string("position ") + at) != std::string::npos);
+    CHECK_THROWS_AS(t.store.read_all().to_vector(), CorruptEventError);
+    CHECK_THROWS_AS(t.store.read_category("s").to_vector(), CorruptEventError);
+    CHECK_THROWS_AS(t.store.read_stream("s-1").to_vector(), CorruptEventError);
+  }
+}
+
+TEST_CASE("verify names a stream row that no event belongs to") {
+  TamperedStore t;
+  const auto r = t.after("INSERT INTO streams (stream_id, category) VALUES ('ghost-1', 'ghost')");
+  CHECK(r.problem == Problem::unchained_row);
+  CHECK(r.message.find("ghost-1") != std::string::npos);
 }
 
 TEST_CASE("verify names an edited payload") {

@@ -43,7 +43,7 @@ StorageError::Kind open_error(const std::filesystem::path& p, const StoreOptions
 TEST_CASE("a new store records its format in the file header and uses WAL") {
   TempStore t;
   CHECK(raw_int(t.path, "PRAGMA application_id") == 0x4643544d);
-  CHECK(raw_int(t.path, "PRAGMA user_version") == 1);
+  CHECK(raw_int(t.path, "PRAGMA user_version") == 2);
   CHECK(std::filesystem::exists(t.path.string() + "-wal"));
 }
 
@@ -89,9 +89,9 @@ TEST_CASE(
 TEST_CASE("opening a store of a newer format fails with newer_format and changes nothing") {
   TempStore t;
   t.store.append("s-1", ExpectedVersion::any(), make_event());
-  raw_exec(t.path, "PRAGMA user_version = 2");
+  raw_exec(t.path, "PRAGMA user_version = 3");
   CHECK(open_error(t.path) == StorageError::Kind::newer_format);
-  CHECK(raw_int(t.path, "PRAGMA user_version") == 2);
+  CHECK(raw_int(t.path, "PRAGMA user_version") == 3);
   CHECK(raw_int(t.path, "SELECT count(*) FROM events") == 1);
 }
 
@@ -223,4 +223,30 @@ TEST_CASE("many connections creating one new store at once all succeed") {
     CHECK(store.head_position() == 8);
     CHECK(store.verify().ok());
   }
+}
+
+TEST_CASE("a writable open upgrades a format-1 store: its inserts are guarded from then on") {
+  TempDir dir;
+  const auto path = dir.file("old.db");
+  {
+    auto store = EventStore::open(path, TempStore::fast_options());
+    store.append("s-1", ExpectedVersion::any(), make_event());
+  }
+  // What format 1 was: the same tables and chain, without the insert guards.
+  raw_exec(path,
+           "DROP TRIGGER events_are_appended; DROP TRIGGER streams_are_added; "
+           "PRAGMA user_version = 1");
+  {
+    StoreOptions read_only = TempStore::fast_options();
+    read_only.read_only = true;
+    auto reader = EventStore::open(path, read_only);  // a read-only open reads format 1 as it is
+    CHECK(reader.head_position() == 1);
+    CHECK(raw_int(path, "PRAGMA user_version") == 1);
+  }
+  auto store = EventStore::open(path, TempStore::fast_options());
+  CHECK(raw_int(path, "PRAGMA user_version") == 2);
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'") == 6);
+  CHECK_THROWS(raw_exec(path, "REPLACE INTO events SELECT * FROM events WHERE position = 1"));
+  CHECK(store.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
+  CHECK(store.verify().ok());
 }

@@ -106,3 +106,67 @@ TEST_CASE("write_sql interleaves safely with appends from other threads") {
   CHECK(t.store.head_position() == 100);
   CHECK(t.store.verify().ok());
 }
+
+TEST_CASE("a nested query with the same SQL text walks every row of the outer one") {
+  TempStore t;
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("CREATE TABLE nodes (id INTEGER PRIMARY KEY, parent INTEGER)");
+    sql.execute("INSERT INTO nodes (id, parent) VALUES (1, NULL), (2, 1), (3, 1), (4, 2)");
+  });
+  // A recursive walk: the children of each node, queried with one SQL text at every depth.
+  std::vector<std::int64_t> visited;
+  t.store.read_sql([&](Sql& sql) {
+    std::function<void(std::int64_t)> walk = [&](std::int64_t parent) {
+      sql.query("SELECT id FROM nodes WHERE parent = ?1 ORDER BY id", {parent},
+                [&](const SqlRow& row) {
+                  visited.push_back(row.integer(0));
+                  walk(row.integer(0));
+                });
+    };
+    walk(1);
+  });
+  CHECK(visited == std::vector<std::int64_t>{2, 4, 3});
+}
+
+TEST_CASE("a query keeps its statement while more than 64 other statements run inside it") {
+  TempStore t;
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)");
+    sql.execute("INSERT INTO items (id) VALUES (1), (2), (3)");
+  });
+  std::vector<std::int64_t> seen;
+  std::int64_t sum = 0;
+  t.store.read_sql([&](Sql& sql) {
+    sql.query("SELECT id FROM items ORDER BY id", {}, [&](const SqlRow& row) {
+      seen.push_back(row.integer(0));
+      // 100 distinct SQL texts: more than the cache keeps idle.
+      for (int i = 0; i < 100; ++i) {
+        sum += sql.query_integer("SELECT " + std::to_string(i) + " + ?1", {row.integer(0)})
+                   .value_or(0);
+      }
+    });
+  });
+  CHECK(seen == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(sum == 3 * (99 * 100 / 2) + 100 * (1 + 2 + 3));
+}
+
+TEST_CASE("a statement given more or fewer values than it has parameters is refused") {
+  TempStore t;
+  t.store.write_sql([](Sql& sql) { sql.execute("CREATE TABLE notes (a TEXT, b TEXT)"); });
+  CHECK_THROWS_AS(t.store.write_sql([](Sql& sql) {
+    sql.execute("INSERT INTO notes (a) VALUES (?1)", {std::string("x"), std::string("extra")});
+  }),
+                  InvalidArgument);
+  CHECK_THROWS_AS(t.store.write_sql([](Sql& sql) {
+    sql.execute("INSERT INTO notes (a, b) VALUES (?1, ?2)", {std::string("x")});
+  }),
+                  InvalidArgument);
+  CHECK_THROWS_AS(
+      t.store.read_sql([](Sql& sql) { sql.query_integer("SELECT 1", {std::int64_t{1}}); }),
+      InvalidArgument);
+  CHECK(count_rows(t.store) == 0);
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("INSERT INTO notes (a, b) VALUES (?1, ?2)", {std::string("x"), nullptr});
+  });
+  CHECK(count_rows(t.store) == 1);
+}

@@ -14,7 +14,7 @@ TEST_CASE("info prints the format, counts, head and file size") {
   const CliResult r = run_cli({"info", s.file()});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
-  CHECK(contains(r.out, "format         1"));
+  CHECK(contains(r.out, "format         2"));
   CHECK(contains(r.out, "events         8"));
   CHECK(contains(r.out, "streams        3"));
   CHECK(contains(r.out, "categories     2"));
@@ -28,7 +28,7 @@ TEST_CASE("info --json gives the same facts as one JSON object") {
   const CliResult r = run_cli({"info", s.file(), "--json"});
   REQUIRE(r.code == 0);
   const Json j = Json::parse(r.out);
-  CHECK(j["format"] == 1);
+  CHECK(j["format"] == 2);
   CHECK(j["events"] == 8);
   CHECK(j["streams"] == 3);
   CHECK(j["categories"] == 2);

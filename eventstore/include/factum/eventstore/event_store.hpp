@@ -78,10 +78,14 @@ struct VerifyResult {
     malformed_row,  // a column holds the wrong kind or size of value
     truncated,      // the position counter is past the last event: the end was cut off
     head_mismatch,  // the expected head hash is not in the chain: the log was cut off
+    unchained_row,  // a row the chain does not cover: an event below position 1, or a
+                    // stream without events (inserted behind the library's back)
   };
   Problem problem = Problem::none;
   Position events_checked = 0;  // how many events were walked
-  Position position = 0;        // the first position where the chain breaks (0 when intact)
+  Position position = 0;        // the first position where the chain breaks (0 when intact;
+                                // 1 for an event row below position 1; 0 for a stream row
+                                // without events)
   std::string message;          // what is wrong, naming the position
 
   bool ok() const noexcept { return problem == Problem::none; }
@@ -203,7 +207,10 @@ class EventStore {
   std::vector<RecordedEvent> compensations_of(const EventId& id) const;
 
   // Walks the whole log, recomputing the hash chain; reports the first position where it
-  // breaks. Never throws for damaged rows (reports them); throws StorageError on I/O errors.
+  // breaks, and accounts for every row of the events and streams tables (a row outside the
+  // chain is reported as unchained_row). The walk reads one consistent snapshot (a single read
+  // transaction), so appends running meanwhile are neither reported nor half seen.
+  // Never throws for damaged rows (reports them); throws StorageError on I/O errors.
   VerifyResult verify() const;
   // As verify(), and also fails (head_mismatch) unless `expected_head` is the hash of some
   // event in the log: catches a log whose newest events were cut off.
