@@ -148,6 +148,10 @@ int file_shm_map(sqlite3_file* f, int region, int size, int extend, void volatil
 int file_shm_lock(sqlite3_file* f, int offset, int n, int flags) {
   // An unlock never fails: SQLite does not expect it to, and a real file's never does.
   if ((flags & SQLITE_SHM_LOCK) != 0) {
+    const bool write_lock = (flags & SQLITE_SHM_EXCLUSIVE) != 0 && offset == 0;
+    if (write_lock) {
+      if (auto code = check(f, FaultOp::shm_write_lock)) return *code;
+    }
     if (auto code = check(f, FaultOp::shm_lock)) return *code;
   }
   return methods(f).xShmLock(real(f), offset, n, flags);

@@ -34,8 +34,11 @@ enum class FaultOp {
   lock,      // xLock (a file lock: SHARED, RESERVED, EXCLUSIVE, ...)
   shm_map,   // xShmMap (mapping the WAL index)
   shm_lock,  // xShmLock (the WAL index's locks: readers, the writer, checkpoints)
+  // xShmLock taking the WAL's write lock (exclusive, slot 0): what BEGIN IMMEDIATE waits for.
+  // Such a call is checked as shm_write_lock first, then (when not failed) as shm_lock.
+  shm_write_lock,
 };
-inline constexpr int kFaultOpCount = 8;
+inline constexpr int kFaultOpCount = 9;
 
 // Which files a fault applies to (shm_map and shm_lock are calls on the database file).
 enum class FaultFile { any, main_db, wal, journal };
