@@ -130,7 +130,7 @@ TEST_CASE("after failed snapshot writes, load uses the older snapshot and replay
   for (int i = 0; i < 10; ++i) {
     Account a = bank.accounts->load("1");
     a.deposit(100);
-    const StreamVersion before = a.version();
+    const StreamVersion before = a.loaded_version();
     if (SnapshotPolicy::every_n(5).due(before, before + 1)) {
       fault.fail(FaultOp::sync, 2, codes::kIoErrFsync, 1, FaultFile::wal);
     }
