@@ -198,7 +198,8 @@ TEST_CASE("a prune whose commit fails deletes no snapshot") {
   CHECK(versions(snapshots, "a-1") == std::vector<StreamVersion>{4});
 }
 
-TEST_CASE("a SnapshotStore whose table cannot be created throws StorageError; a later one works") {
+TEST_CASE(
+    "a SnapshotStore whose table cannot be created throws StorageError and a later one works") {
   FaultInjection fault;
   TempStore t(durable());
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);

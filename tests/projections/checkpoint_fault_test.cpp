@@ -83,7 +83,7 @@ TEST_CASE("an inline projection's change rolls back with the append whose commit
 }
 
 TEST_CASE(
-    "a ProjectionEngine whose tables cannot be created throws StorageError; a later one works") {
+    "a ProjectionEngine whose tables cannot be created throws StorageError and a later one works") {
   FaultInjection fault;
   TempStore t;
   append_numbers(t.store, 5);

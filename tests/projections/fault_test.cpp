@@ -211,7 +211,8 @@ TEST_CASE("a subscription whose reads fail reports a StorageError or retries, ne
   CHECK(seen.positions() == std::vector<Position>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
 }
 
-TEST_CASE("a subscription whose checkpoint save fails does not advance it; the batch comes again") {
+TEST_CASE(
+    "a subscription whose checkpoint save fails does not advance it and the batch comes again") {
   FaultInjection fault;
   TempStore t;
   append_n(t.store, 10);
