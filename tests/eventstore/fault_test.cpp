@@ -725,3 +725,76 @@ TEST_CASE(
   CHECK(none_stored(recovered, failed));
   check_intact(recovered);
 }
+
+TEST_CASE(
+    "a full disk in the middle of one append of a group fails it and keeps the others whole") {
+  FaultInjection fault;
+  TempStore t;
+  // The first append's slot holds the write lock while two small appends and then a large one
+  // (larger than the page cache: it spills pages to the WAL before the commit) queue up; the
+  // group's first slot arms a full disk for the next WAL write: the large append's spill.
+  std::atomic<int> hook_calls{0};
+  std::atomic<bool> release{false};
+  boost::signals2::scoped_connection c = t.store.on_appending().connect([&](AppendTransaction&) {
+    const int call = ++hook_calls;
+    if (call == 1) {
+      while (!release) std::this_thread::yield();
+    } else if (call == 2) {
+      fault.fail(FaultOp::write, 1, codes::kFull, 1, FaultFile::wal);
+    }
+  });
+  const auto small1 = make_events(2, "a");
+  const auto small2 = make_events(2, "b");
+  const auto large = large_events(60, 100000);  // ~6 MB
+  std::optional<AppendResult> r1, r2, r3;
+  std::string e1, e2, e3;
+  auto run = [&](const std::string& stream, const std::vector<EventData>& batch,
+                 std::optional<AppendResult>& r, std::string& error) {
+    try {
+      r = t.store.append(stream, ExpectedVersion::no_stream(), batch);
+    } catch (const StorageError& e) {
+      error = e.what();
+    }
+  };
+  std::thread leader([&] { run("lead-1", make_events(1), r1, e1); });
+  while (hook_calls == 0) std::this_thread::yield();
+  std::optional<AppendResult> rs1, rs2;
+  std::string es1, es2;
+  std::thread s1([&] { run("small-1", small1, rs1, es1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread s2([&] { run("small-2", small2, rs2, es2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread big([&] { run("large-1", large, r3, e3); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  release = true;
+  for (auto* th : {&leader, &s1, &s2, &big}) th->join();
+  c.disconnect();
+  CHECK(fault.injected() == 1);
+  CHECK(r1);
+  CHECK_FALSE(r3);
+  CHECK(e3.find("full") != std::string::npos);
+  CHECK(none_stored(t.store, large));
+  // The small appends of the group committed, or failed whole: never half.
+  CHECK(rs1.has_value() == stored(t.store, small1));
+  CHECK(rs2.has_value() == stored(t.store, small2));
+  CHECK((rs1.has_value() || none_stored(t.store, small1)));
+  CHECK((rs2.has_value() || none_stored(t.store, small2)));
+  MESSAGE("small appends of the failing group: " << (rs1 ? "committed" : es1) << " / "
+                                                 << (rs2 ? "committed" : es2));
+  check_usable_after(t, "small-1");
+}
+
+TEST_CASE("an import whose commit fails imports nothing, and the same import then succeeds") {
+  FaultInjection fault;
+  TempStore source;
+  source.store.append("a-1", ExpectedVersion::any(), make_events(3));
+  source.store.append("b-1", ExpectedVersion::any(), make_events(2));
+  const auto exported = source.store.read_all().to_vector();
+  TempStore t(durable());
+  fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
+  storage_error([&] { t.store.import_events(exported); }, StorageError::Kind::io, t.path);
+  CHECK(t.store.head_position() == 0);
+  const Head head = t.store.import_events(exported);
+  CHECK(head == source.store.head());
+  check_usable_after(t, "b-1");
+}
