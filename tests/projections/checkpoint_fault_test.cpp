@@ -4,6 +4,7 @@
 // threads under faults are in fault_test.cpp.)
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -68,7 +69,11 @@ TEST_CASE("an inline projection's change rolls back with the append whose commit
   REQUIRE(engine.wait_for("fold", 3, kWait));
   REQUIRE(eventually([&] { return engine.status("fold").state == ProjectionState::running; }));
   const Tallies before = read_model(t.store);
-  fault.fail(FaultOp::write, 1, codes::kIoErrWrite, 1, FaultFile::wal);
+  // Armed inside the append's transaction, so that no write of the engine's thread takes it.
+  std::atomic<bool> arm{true};
+  boost::signals2::scoped_connection c = t.store.on_appending().connect([&](AppendTransaction&) {
+    if (arm.exchange(false)) fault.fail(FaultOp::write, 1, codes::kIoErrWrite, 1, FaultFile::wal);
+  });
   CHECK_THROWS_AS(t.store.append("s-1", ExpectedVersion::any(), make_event("test.Happened", "7")),
                   StorageError);
   CHECK(fault.spent());
