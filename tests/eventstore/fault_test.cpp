@@ -726,8 +726,7 @@ TEST_CASE(
   check_intact(recovered);
 }
 
-TEST_CASE(
-    "a full disk in the middle of one append of a group fails it and keeps the others whole") {
+TEST_CASE("a full disk in the middle of one append of a group fails it and leaves no append half") {
   FaultInjection fault;
   TempStore t;
   // The first append's slot holds the write lock while two small appends and then a large one
