@@ -2,10 +2,13 @@
 // that fails a chosen read, write, sync, lock or shared-memory call with the result code a
 // test names (an I/O error, a full disk, a busy lock), deterministically.
 //
-//   factum::test::FaultInjection fault;            // first, so it outlives every store
-//   factum::test::TempStore t;                     // its connections go through the shim
-//   fault.fail(FaultOp::sync, 1, SQLITE_IOERR_FSYNC);   // the next sync fails, once
+//   FaultInjection fault;                 // first, so that it outlives every store
+//   TempStore t(options);                 // its connections go through the shim
+//   fault.fail(FaultOp::sync, 1, fault_codes::kIoErrFsync);  // the next sync fails, once
 //   CHECK_THROWS_AS(t.store.append(...), StorageError);
+//   fault.fail(FaultOp::write, 1, fault_codes::kFull, FaultInjection::kForever, FaultFile::wal);
+//   ...                                   // every WAL write fails until
+//   fault.clear();
 //
 // While a FaultInjection lives, the shim is SQLite's default VFS: every connection opened in
 // the process without a VFS name (as factum opens them) goes through it, wrapping the VFS that
