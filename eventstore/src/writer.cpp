@@ -109,6 +109,7 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       savepoint_(db_, "SAVEPOINT factum_append"),
       release_(db_, "RELEASE factum_append"),
       rollback_to_(db_, "ROLLBACK TO factum_append"),
+      seal_(db_, ("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str()),
       cache_(db_),
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
@@ -164,7 +165,7 @@ void Writer::run_custom(Pending& p) noexcept {
     run(begin_, "taking the write lock");
     SqlHandle sql(cache_);
     (*p.custom)(sql);
-    run(commit_, "committing");
+    commit("committing");
   } catch (...) {
     rollback();
     p.error = std::current_exception();
@@ -218,7 +219,7 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
       }
     }
     // Phase 3: one commit (one fsync) for the whole group.
-    run(commit_, "committing appends");
+    commit("committing appends");
   } catch (...) {
     rollback();
     fail_rest(std::current_exception());
@@ -228,6 +229,35 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
 void Writer::run(Statement& s, std::string_view doing) {
   StatementScope scope(s);
   s.step(doing);
+}
+
+// COMMIT, sealing the WAL when it fails (see seal_wal).
+void Writer::commit(std::string_view doing) {
+  try {
+    run(commit_, doing);
+  } catch (...) {
+    rollback();
+    seal_wal();
+    throw;
+  }
+}
+
+// After a failed COMMIT. SQLite writes a transaction's WAL frames, commit marker included,
+// before the fsync that makes them durable; when that fsync fails, the commit fails, but the
+// frames stay in the WAL file past its valid end. Nothing reads them now, but a recovery of the
+// WAL (a crash, or a close that cannot checkpoint) would replay them, and the append that threw
+// would be in the log after all. A one-frame transaction that changes nothing (the format number,
+// written again) lands at that same offset and breaks the checksum chain behind it, so recovery
+// stops before the orphaned frames. If the disk refuses this write too, the outcome stays unknown
+// until the caller retries the same batch (idempotent); docs/eventstore.md says so.
+void Writer::seal_wal() noexcept {
+  try {
+    run(begin_, "sealing the log after a failed commit");
+    run(seal_, "sealing the log after a failed commit");
+    run(commit_, "sealing the log after a failed commit");
+  } catch (...) {
+    rollback();
+  }
 }
 
 void Writer::rollback() noexcept {

@@ -75,6 +75,8 @@ class Writer {
   void insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
   bool is_stored(const EventId& id);
   [[noreturn]] void throw_duplicate(const EventId& id, std::string_view stream);
+  void commit(std::string_view doing);
+  void seal_wal() noexcept;
   void rollback() noexcept;
   void run(Statement& s, std::string_view doing);
 
@@ -93,6 +95,7 @@ class Writer {
   Statement savepoint_;
   Statement release_;
   Statement rollback_to_;
+  Statement seal_;  // rewrites the format number: a write that changes nothing
   ChainHasher hasher_;
   StatementCache cache_;
   std::size_t max_group_size_;

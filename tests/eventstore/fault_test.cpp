@@ -644,13 +644,11 @@ TEST_CASE("a LogWatcher on a failing disk throws StorageError from changed()") {
 
 // ---- recovery ----------------------------------------------------------------------------
 
-// KNOWN DEFECT (reported): SQLite writes the WAL frames, commit marker included, before the
-// fsync that fails; when the WAL outlives the writer (a crash, or a close while the disk still
-// fails), recovery replays them, and the append that threw is in the log after all. The
-// documented "nothing is written when it throws" does not hold for a failed fsync: the outcome
-// is unknown, and only an idempotent retry of the same batch settles it (next cases).
-TEST_CASE("an append whose fsync failed does not reappear when a crash leaves its WAL behind" *
-          doctest::may_fail()) {
+// SQLite writes the WAL frames, commit marker included, before the fsync that fails. Without
+// the writer's seal (a one-frame write after the failed commit, breaking the checksum chain
+// behind it), recovery of that WAL after a crash, or after a close while the disk still fails,
+// replayed them: the append that threw was in the log after all.
+TEST_CASE("an append whose fsync failed does not reappear when a crash leaves its WAL behind") {
   FaultInjection fault;
   TempStore t(durable());
   t.store.append("a-1", ExpectedVersion::any(), make_event());
@@ -668,8 +666,7 @@ TEST_CASE("an append whose fsync failed does not reappear when a crash leaves it
   check_intact(recovered);
 }
 
-TEST_CASE("an append whose fsync failed does not reappear after a close while the disk fails" *
-          doctest::may_fail()) {
+TEST_CASE("an append whose fsync failed does not reappear after a close while the disk fails") {
   FaultInjection fault;
   TempDir dir;
   const auto path = dir.file("store.db");
