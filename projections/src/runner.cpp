@@ -79,9 +79,11 @@ bool ProjectionEngine::Runner::wants(const RecordedEvent& e) const {
 // --- Starting ----------------------------------------------------------------------------
 
 void ProjectionEngine::Runner::start() {
+  std::unique_lock control(control_mu_);
   setup();
   wakeup_ = std::make_unique<detail::Wakeup>(store_, options_.poll_interval);
   thread_ = std::thread([this] { run(); });
+  control.unlock();
   if (options_.mode != ProjectionMode::inline_append) return;
   // Inline means inline once add() returns: wait until the thread has caught up and the
   // append hook applies the projection (or it failed, is retrying after a storage error, or is
@@ -666,13 +668,19 @@ void ProjectionEngine::Runner::set_state(ProjectionState s) {
 }
 
 void ProjectionEngine::Runner::stop() noexcept {
+  std::lock_guard control(control_mu_);
+  halt();
+}
+
+void ProjectionEngine::Runner::halt() noexcept {
   active_ = false;
   if (wakeup_) wakeup_->stop();
   if (thread_.joinable()) thread_.join();
 }
 
 void ProjectionEngine::Runner::restart() {
-  stop();
+  std::lock_guard control(control_mu_);
+  halt();
   {
     std::lock_guard lock(mu_);
     state_ = ProjectionState::catching_up;

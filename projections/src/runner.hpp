@@ -28,6 +28,7 @@ class ProjectionEngine::Runner {
 
   // Records the projection in the file (building generation 1 or starting a rebuild when
   // needed), then starts the thread.
+  // start(), stop() and restart() may be called from several threads at once: they take turns.
   void start();
   void stop() noexcept;
   // Never throws a storage error: the thread records the new state and reloads the
@@ -58,6 +59,8 @@ class ProjectionEngine::Runner {
   void setup();
   void begin_rebuild(Sql& sql, detail::ProjectionRow& row);
   void run() noexcept;
+  // Stops the thread; the caller holds control_mu_.
+  void halt() noexcept;
   // After a thread error: reports it, then sleeps the back-off. Returns false when stopped.
   bool recover(std::exception_ptr error, detail::Backoff& backoff) noexcept;
   void report(std::exception_ptr error);
@@ -98,6 +101,7 @@ class ProjectionEngine::Runner {
   detail::LogFollower follower_;
   detail::LogFollower rebuild_follower_;
   std::unique_ptr<detail::Wakeup> wakeup_;
+  std::mutex control_mu_;  // start, stop and restart take turns
   std::thread thread_;
   std::atomic<bool> resync_{false};  // the thread resyncs before its next step
   std::vector<RecordedEvent> batch_;

@@ -1,6 +1,7 @@
 // ProjectionEngine on a failing storage: a hiccup (every lock call of the file failing for a
 // while, through the StorageFaults VFS shim) is reported, retried with back-off and survived
-// with every event applied exactly once; stop() is prompt while backing off.
+// with every event applied exactly once; stop() is prompt while backing off; concurrent
+// restart() and stop() calls neither hang nor crash.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +23,26 @@ using namespace factum::test;
 TEST_SUITE_BEGIN("projection engine");
 
 namespace {
+
+// Runs `fn` on a thread of its own; when it has not returned within `timeout`, the test process
+// ends with a failure (a hung call cannot be unwound).
+void finishes_within(const std::function<void()>& fn, std::chrono::milliseconds timeout,
+                     const char* what) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([fn, done] {
+    fn();
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(timeout) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: %s did not return within %lld ms (hung)\n", what,
+                 static_cast<long long>(timeout.count()));
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  }
+}
+
+}  // namespace
 
 // What EngineOptions::on_error was called with.
 struct Errors {
@@ -147,6 +168,49 @@ TEST_CASE("storage failures in the middle of catching up neither lose nor repeat
     CHECK(engine.wait_for("fold", 120, kWait));
     CHECK(read_model(t.store) == fold_log(t.store));
   }
+}
+
+TEST_CASE("concurrent restart() calls on one projection return and leave it running") {
+  TempStore t;
+  append_numbers(t.store, 30);
+  ProjectionEngine engine(t.store);
+  engine.add(std::make_shared<Fold>(), {.batch_size = 4});
+  finishes_within(
+      [&] {
+        for (int round = 0; round < 20; ++round) {
+          std::vector<std::thread> threads;
+          for (int i = 0; i < 4; ++i) threads.emplace_back([&] { engine.restart("fold"); });
+          for (std::thread& th : threads) th.join();
+        }
+      },
+      std::chrono::seconds(60), "concurrent restart()");
+  append_numbers(t.store, 5, 31);
+  CHECK(engine.wait_for("fold", 35, kWait));
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
+TEST_CASE("stop() and the destructor concurrent with restart() neither hang nor crash") {
+  TempStore t;
+  append_numbers(t.store, 30);
+  finishes_within(
+      [&] {
+        for (int round = 0; round < 10; ++round) {
+          ProjectionEngine engine(t.store);
+          engine.add(std::make_shared<Fold>(), {.batch_size = 4});
+          std::vector<std::thread> threads;
+          for (int i = 0; i < 3; ++i) threads.emplace_back([&] { engine.restart("fold"); });
+          threads.emplace_back([&] { engine.stop(); });
+          for (std::thread& th : threads) th.join();
+          engine.restart("fold");
+          CHECK(engine.wait_for("fold", 30, kWait));
+          threads.clear();
+          threads.emplace_back([&] { engine.restart("fold"); });
+          threads.emplace_back([&] { engine.stop(); });
+          for (std::thread& th : threads) th.join();
+        }  // destroyed after the last restart or stop
+      },
+      std::chrono::seconds(60), "stop() with restart()");
+  CHECK(read_model(t.store) == fold_log(t.store));
 }
 
 TEST_SUITE_END();

@@ -160,7 +160,8 @@ class ProjectionEngine {
   // status() and on_progress). Throws NotFound for an unknown name.
   void rebuild(std::string_view name);
   // Resumes a failed or stopped projection from its checkpoint (the checkpoint is reloaded on
-  // the projection's thread, which retries on a storage error). Throws NotFound.
+  // the projection's thread, which retries on a storage error). Calls from several threads, and
+  // with stop(), take turns. Throws NotFound.
   void restart(std::string_view name);
   // Stops every projection (joins their threads). Inline projections stop being applied.
   void stop() noexcept;
