@@ -16,6 +16,7 @@
 
 #include "engine_support.hpp"
 #include "storage_faults.hpp"
+#include "support/raw_sql.hpp"
 
 using namespace factum;
 using namespace factum::test;
@@ -120,6 +121,40 @@ TEST_CASE("while the storage fails the projection is retrying, and stop() return
   engine.restart("fold");
   append_numbers(t.store, 5, 6);
   CHECK(engine.wait_for("fold", 10, kWait));
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
+TEST_CASE("while another connection holds the write lock, status() shows retrying with the error") {
+  StoreOptions options = TempStore::fast_options();
+  options.busy_timeout = std::chrono::milliseconds(20);
+  TempStore t(options);
+  append_numbers(t.store, 10);
+  Errors errors;
+  ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
+                            errors.record(name, e);
+                          }});
+  engine.add(std::make_shared<Fold>());
+  REQUIRE(engine.wait_for("fold", 10, kWait));
+  engine.stop();
+  append_numbers(t.store, 10, 11);
+  {
+    RawConnection other(t.path);
+    other.exec("BEGIN IMMEDIATE");
+    engine.restart("fold");  // its thread cannot write: busy
+    ProjectionStatus s;
+    CHECK(eventually([&] {
+      s = engine.status("fold");  // reads still work (WAL)
+      return s.state == ProjectionState::retrying;
+    }));
+    REQUIRE(s.error.has_value());
+    INFO(s.error->message);
+    CHECK(s.error->message.find("locked") != std::string::npos);
+    CHECK(s.checkpoint == 10);
+    CHECK(eventually([&] { return errors.count() >= 2; }));
+    other.exec("ROLLBACK");
+  }
+  CHECK(engine.wait_for("fold", 20, kWait));
+  CHECK(eventually([&] { return engine.status("fold").state == ProjectionState::running; }));
   CHECK(read_model(t.store) == fold_log(t.store));
 }
 
