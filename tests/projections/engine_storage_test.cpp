@@ -100,6 +100,24 @@ TEST_CASE("a second of failing storage does not end the process: the projection 
   CHECK(s.error->message.find("I/O error") != std::string::npos);
 }
 
+TEST_CASE("an inline projection survives a second of failing storage, exactly once") {
+  StorageFaults faults;
+  TempStore t;
+  append_numbers(t.store, 10);
+  ProjectionEngine engine(t.store);
+  engine.add(std::make_shared<Fold>(), {.mode = ProjectionMode::inline_append,
+                                        .poll_interval = std::chrono::milliseconds(10)});
+  REQUIRE(engine.wait_for("fold", 10, kWait));
+  faults.fail_all(true);
+  CHECK_THROWS_AS(append_numbers(t.store, 1, 11), StorageError);  // the append fails, no more
+  std::this_thread::sleep_for(1s);
+  faults.fail_all(false);
+  append_numbers(t.store, 10, 11);
+  CHECK(engine.wait_for("fold", 20, kWait));
+  CHECK(read_model(t.store) == fold_log(t.store));
+  CHECK(eventually([&] { return engine.status("fold").state == ProjectionState::running; }));
+}
+
 TEST_CASE("while the storage fails the projection is retrying, and stop() returns promptly") {
   StorageFaults faults;
   TempStore t;
