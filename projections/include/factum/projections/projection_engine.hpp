@@ -135,7 +135,8 @@ struct EngineOptions {
   // Called on a projection's thread with the projection's name when the thread itself fails
   // (not an apply: those follow the FailurePolicy): for a storage error (StorageError,
   // std::bad_alloc) at each failed attempt, before the back-off; for any other error (a corrupt
-  // event, say) once, as the projection stops. Must not throw.
+  // event, say) once, as the projection stops. Must not throw, nor call stop() or restart() (it
+  // runs on the thread they join).
   std::function<void(std::string_view projection, std::exception_ptr error)> on_error{};
 };
 
