@@ -1,5 +1,8 @@
 #include "follower.hpp"
 
+#include <algorithm>
+#include <new>
+
 #include "factum/eventstore/errors.hpp"
 
 namespace factum::detail {
@@ -133,9 +136,35 @@ void Wakeup::resume() {
   flag_->pending = true;
 }
 
+bool Wakeup::sleep(std::chrono::milliseconds d) noexcept {
+  try {
+    std::unique_lock lock(flag_->mu);
+    return !flag_->cv.wait_for(lock, d, [&] { return flag_->stopped; });
+  } catch (...) {
+    return true;  // a failed lock (never seen): the caller's next attempt decides
+  }
+}
+
 bool Wakeup::stopped() const {
   std::lock_guard lock(flag_->mu);
   return flag_->stopped;
+}
+
+std::chrono::milliseconds Backoff::next() noexcept {
+  delay_ = delay_.count() == 0 ? kFirst : std::min(delay_ * 2, kMost);
+  return delay_;
+}
+
+bool is_transient(std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const StorageError&) {
+    return true;
+  } catch (const std::bad_alloc&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace factum::detail

@@ -1,11 +1,13 @@
-// The two parts every catch-up reader shares: LogFollower pulls filtered batches after a
+// The parts every catch-up reader shares: LogFollower pulls filtered batches after a
 // position; Wakeup sleeps until there may be more (this process's commits through
-// on_appended, other processes' through PRAGMA data_version polling).
+// on_appended, other processes' through PRAGMA data_version polling); Backoff spaces the
+// retries after a storage error.
 #pragma once
 
 #include <boost/signals2/connection.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,8 +55,12 @@ class Wakeup {
   // Clears the pending flag: call before reading, so a commit made during the read wakes the
   // next wait().
   void arm();
-  // Sleeps until a commit may have happened (returns true) or stop() (returns false).
+  // Sleeps until a commit may have happened (returns true) or stop() (returns false). Throws
+  // StorageError when polling fails.
   bool wait();
+  // Sleeps for `d` or until stop(), whichever comes first (notify() does not cut it short);
+  // returns false when stopped.
+  bool sleep(std::chrono::milliseconds d) noexcept;
   void notify();
   void stop();
   // Undoes stop() (for a restart, once the reading thread has ended).
@@ -73,5 +79,24 @@ class Wakeup {
   std::chrono::milliseconds poll_;
   boost::signals2::scoped_connection connection_;
 };
+
+// Bounded exponential back-off between retries after a storage error: 10 ms, doubling, at most
+// one second. Not thread-safe: one per retrying thread.
+class Backoff {
+ public:
+  static constexpr std::chrono::milliseconds kFirst{10};
+  static constexpr std::chrono::milliseconds kMost{1000};
+  // The delay before the next attempt (kFirst after reset(), then twice the previous one).
+  std::chrono::milliseconds next() noexcept;
+  // After a success: the next failure waits kFirst again.
+  void reset() noexcept { delay_ = std::chrono::milliseconds(0); }
+
+ private:
+  std::chrono::milliseconds delay_{0};
+};
+
+// Whether a reading thread retries after `error` (a StorageError, or std::bad_alloc: the storage
+// or the memory may come back) rather than stopping (a corrupt event, a bug).
+bool is_transient(std::exception_ptr error) noexcept;
 
 }  // namespace factum::detail

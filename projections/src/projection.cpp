@@ -85,6 +85,8 @@ std::string_view to_string(ProjectionState state) noexcept {
       return "running";
     case ProjectionState::rebuilding:
       return "rebuilding";
+    case ProjectionState::retrying:
+      return "retrying";
     case ProjectionState::stopped:
       return "stopped";
     case ProjectionState::failed:

@@ -135,6 +135,7 @@ std::vector<ProjectionStatus> ProjectionEngine::recorded(const EventStore& store
                 : row.state == "catching_up" ? ProjectionState::catching_up
                 : row.state == "rebuilding"  ? ProjectionState::rebuilding
                 : row.state == "failed"      ? ProjectionState::failed
+                : row.state == "retrying"    ? ProjectionState::retrying
                                              : ProjectionState::stopped;
       s.checkpoint = CheckpointStore::load(sql, row.name);
       if (row.rebuild_version != 0) {

@@ -79,14 +79,18 @@ bool ProjectionEngine::Runner::wants(const RecordedEvent& e) const {
 // --- Starting ----------------------------------------------------------------------------
 
 void ProjectionEngine::Runner::start() {
+  std::unique_lock control(control_mu_);
   setup();
   wakeup_ = std::make_unique<detail::Wakeup>(store_, options_.poll_interval);
   thread_ = std::thread([this] { run(); });
+  control.unlock();
   if (options_.mode != ProjectionMode::inline_append) return;
   // Inline means inline once add() returns: wait until the thread has caught up and the
-  // append hook applies the projection (or it failed, or it is rebuilding a new version).
+  // append hook applies the projection (or it failed, is retrying after a storage error, or is
+  // rebuilding a new version).
   std::unique_lock lock(mu_);
-  while (!active_ && state_ != ProjectionState::failed && !rebuilding_)
+  while (!active_ && state_ != ProjectionState::failed && state_ != ProjectionState::retrying &&
+         !rebuilding_)
     changed_.wait_for(lock, std::chrono::milliseconds(5));
 }
 
@@ -158,32 +162,22 @@ void ProjectionEngine::Runner::begin_rebuild(Sql& sql, detail::ProjectionRow& ro
 
 // --- The thread ----------------------------------------------------------------------------
 
+// Every error of the thread is caught here, the error path included: a storage error is
+// reported and retried after a back-off (resync() first takes back from the file what a
+// rolled-back transaction changed in memory); another error stops the projection as failed.
 void ProjectionEngine::Runner::run() noexcept {
+  detail::Backoff backoff;
   bool more = true;
   while (more) {
     try {
+      if (resync_) resync();
       wakeup_->arm();
       bool caught_up = false;
       while (!caught_up && !wakeup_->stopped()) caught_up = step();
       more = wakeup_->wait();
+      backoff.reset();
     } catch (...) {
-      // Not an apply failure (those are handled by policy): the file could not be read or
-      // written. Recorded, then the projection waits for restart().
-      const std::string message = describe(std::current_exception());
-      {
-        std::lock_guard lock(mu_);
-        row_.error = ProjectionFailure{follower_.position() + 1, "", message};
-        row_.state = "failed";
-        state_ = ProjectionState::failed;
-      }
-      failed_ = true;
-      changed_.notify_all();
-      try {
-        save_state();
-      } catch (...) {
-        // The file is unusable; the in-memory state reports the failure.
-      }
-      more = wakeup_->wait();
+      more = recover(std::current_exception(), backoff);
     }
   }
   active_ = false;
@@ -198,34 +192,68 @@ void ProjectionEngine::Runner::run() noexcept {
   changed_.notify_all();
 }
 
-bool ProjectionEngine::Runner::step() {
-  bool requested = false;
+bool ProjectionEngine::Runner::recover(std::exception_ptr error,
+                                       detail::Backoff& backoff) noexcept {
+  resync_ = true;
+  try {
+    report(error);
+  } catch (...) {
+    // Reporting failed too (no memory, no file): the retry below is all that is left.
+  }
+  return wakeup_->sleep(backoff.next());
+}
+
+// A storage error: state retrying, the error recorded in memory (the file is failing) and
+// on_error called. Another error: state failed, recorded in the file if it can be.
+void ProjectionEngine::Runner::report(std::exception_ptr error) {
+  const bool transient = detail::is_transient(error);
   {
     std::lock_guard lock(mu_);
-    std::swap(requested, rebuild_requested_);
-  }
-  if (requested) {
-    if (options_.target == ProjectionTarget::external) {
-      store_.write_sql([&](Sql& sql) {
-        std::lock_guard lock(mu_);
-        row_.generation += 1;
-        ProjectionContext ctx(nullptr, name_, row_.generation);
-        projection_->reset(ctx);
-        CheckpointStore::save(sql, name_, 0);
-        detail::save_row(sql, row_);
-      });
-      follower_.restart(0);
-    } else {
-      store_.write_sql([&](Sql& sql) {
-        std::lock_guard lock(mu_);
-        begin_rebuild(sql, row_);
-        row_.state = "rebuilding";
-        state_ = ProjectionState::rebuilding;
-        detail::save_row(sql, row_);
-      });
-      rebuild_follower_.restart(0);
+    if (state_ != ProjectionState::failed) {
+      row_.error = ProjectionFailure{follower_.position() + 1, "", describe(error)};
+      if (transient) {
+        state_ = ProjectionState::retrying;
+      } else {
+        row_.state = "failed";
+        state_ = ProjectionState::failed;
+        failed_ = true;
+      }
     }
   }
+  changed_.notify_all();
+  if (engine_options_.on_error) {
+    try {
+      engine_options_.on_error(name_, error);
+    } catch (...) {
+      // on_error must not throw; a throwing one must not stop the retries.
+    }
+  }
+  if (!transient) save_state();
+}
+
+void ProjectionEngine::Runner::resync() {
+  Position checkpoint = 0;
+  store_.write_sql([&](Sql& sql) {
+    adopt_row(sql);  // the followers restart below in any case
+    const std::optional<detail::ProjectionRow> file = detail::load_row(sql, name_);
+    checkpoint = CheckpointStore::load(sql, name_);
+    std::lock_guard lock(mu_);
+    if (file && !inline_failure_) {  // an inline failure is settled by step()
+      // The storage error being retried stays the last failure (and is recorded now).
+      if (state_ != ProjectionState::retrying) row_.error = file->error;
+      row_.skipped = file->skipped;
+      // A stopping failure recorded by a batch that then rolled back: forgotten.
+      if (state_ != ProjectionState::failed && file->state != "failed") failed_ = false;
+    }
+    if (!failed_) detail::save_row(sql, row_);
+  });
+  follower_.restart(checkpoint);
+  rebuild_follower_.restart(0);  // store_batch reloads it from its checkpoint
+  resync_ = false;
+}
+
+bool ProjectionEngine::Runner::step() {
+  take_rebuild_request();
   if (failed_) {
     bool pending;
     {
@@ -261,6 +289,42 @@ bool ProjectionEngine::Runner::step() {
                           : ProjectionState::catching_up);
   }
   return caught_up;
+}
+
+// A rebuild() request starts its rebuild; a request whose transaction failed stays requested.
+void ProjectionEngine::Runner::take_rebuild_request() {
+  bool requested = false;
+  {
+    std::lock_guard lock(mu_);
+    std::swap(requested, rebuild_requested_);
+  }
+  if (!requested) return;
+  try {
+    if (options_.target == ProjectionTarget::external) {
+      store_.write_sql([&](Sql& sql) {
+        std::lock_guard lock(mu_);
+        row_.generation += 1;
+        ProjectionContext ctx(nullptr, name_, row_.generation);
+        projection_->reset(ctx);
+        CheckpointStore::save(sql, name_, 0);
+        detail::save_row(sql, row_);
+      });
+      follower_.restart(0);
+    } else {
+      store_.write_sql([&](Sql& sql) {
+        std::lock_guard lock(mu_);
+        begin_rebuild(sql, row_);
+        row_.state = "rebuilding";
+        state_ = ProjectionState::rebuilding;
+        detail::save_row(sql, row_);
+      });
+      rebuild_follower_.restart(0);
+    }
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    rebuild_requested_ = true;
+    throw;
+  }
 }
 
 // --- Batches ---------------------------------------------------------------------------------
@@ -604,13 +668,19 @@ void ProjectionEngine::Runner::set_state(ProjectionState s) {
 }
 
 void ProjectionEngine::Runner::stop() noexcept {
+  std::lock_guard control(control_mu_);
+  halt();
+}
+
+void ProjectionEngine::Runner::halt() noexcept {
   active_ = false;
   if (wakeup_) wakeup_->stop();
   if (thread_.joinable()) thread_.join();
 }
 
 void ProjectionEngine::Runner::restart() {
-  stop();
+  std::lock_guard control(control_mu_);
+  halt();
   {
     std::lock_guard lock(mu_);
     state_ = ProjectionState::catching_up;
@@ -618,8 +688,7 @@ void ProjectionEngine::Runner::restart() {
     inline_failure_.reset();
   }
   failed_ = false;
-  save_state();
-  follower_.restart(CheckpointStore(store_).load(name_));
+  resync_ = true;  // the thread records the state and reloads the checkpoint
   wakeup_->resume();
   thread_ = std::thread([this] { run(); });
 }

@@ -28,8 +28,11 @@ class ProjectionEngine::Runner {
 
   // Records the projection in the file (building generation 1 or starting a rebuild when
   // needed), then starts the thread.
+  // start(), stop() and restart() may be called from several threads at once: they take turns.
   void start();
   void stop() noexcept;
+  // Never throws a storage error: the thread records the new state and reloads the
+  // checkpoint itself, retrying with back-off.
   void restart();
   void request_rebuild();
   // The inline part, inside an append's transaction.
@@ -56,7 +59,16 @@ class ProjectionEngine::Runner {
   void setup();
   void begin_rebuild(Sql& sql, detail::ProjectionRow& row);
   void run() noexcept;
+  // Stops the thread; the caller holds control_mu_.
+  void halt() noexcept;
+  // After a thread error: reports it, then sleeps the back-off. Returns false when stopped.
+  bool recover(std::exception_ptr error, detail::Backoff& backoff) noexcept;
+  void report(std::exception_ptr error);
+  // Takes the record and the checkpoints back from the file (after restart(), or after a storage
+  // error that may have rolled back what a transaction had changed in memory).
+  void resync();
   bool step();
+  void take_rebuild_request();
   bool store_batch(const Target& target);
   bool external_batch();
   void apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events);
@@ -89,7 +101,9 @@ class ProjectionEngine::Runner {
   detail::LogFollower follower_;
   detail::LogFollower rebuild_follower_;
   std::unique_ptr<detail::Wakeup> wakeup_;
+  std::mutex control_mu_;  // start, stop and restart take turns
   std::thread thread_;
+  std::atomic<bool> resync_{false};  // the thread resyncs before its next step
   std::vector<RecordedEvent> batch_;
 
   // Written by the projection's thread or, inline, inside the writer: guarded by mu_.

@@ -55,16 +55,20 @@ struct Subscription::Shared {
         each(std::move(each_event)),
         follower(s, options.filter, from),
         wakeup(s, options.poll_interval),
+        saved(from),
         position(from) {}
 
   static std::shared_ptr<Shared> start(EventStore& store, SubscriptionOptions options,
                                        BatchHandler handler, Handler each);
-  void run();
-  void deliver(std::vector<RecordedEvent>& batch, Position scanned_to);
+  void run() noexcept;
+  void follow();
+  void deliver(std::vector<RecordedEvent>& batch, Position scanned_to, bool caught_up);
   Position deliver_each(const std::vector<RecordedEvent>& batch, Position scanned_to);
-  void fail(std::exception_ptr e);
+  bool recover(std::exception_ptr e) noexcept;
+  void fail(std::exception_ptr e, State s);
   void set_position(Position p);
   void set_state(State s);
+  Position handled() const;
 
   EventStore& store;
   SubscriptionOptions options;
@@ -73,6 +77,11 @@ struct Subscription::Shared {
   detail::LogFollower follower;
   detail::Wakeup wakeup;
   std::optional<CheckpointStore> checkpoints;
+  Position saved;                    // the checkpoint as last saved (the thread's own)
+  bool handler_threw = false;        // the thread's own: the error came from the handler
+  bool resync = false;               // the thread's own: restart the follower after an error
+  std::vector<RecordedEvent> batch;  // the thread's own
+  detail::Backoff backoff;           // the thread's own
 
   mutable std::mutex mu;
   mutable std::condition_variable progress;
@@ -84,26 +93,57 @@ struct Subscription::Shared {
   std::thread thread;
 };
 
-void Subscription::Shared::run() {
-  std::vector<RecordedEvent> batch;
-  batch.reserve(options.batch_size);
-  try {
-    do {
-      wakeup.arm();
-      bool caught_up = false;
-      while (!caught_up && !wakeup.stopped()) {
-        batch.clear();
-        caught_up = follower.next(batch, options.batch_size);
-        max_held = std::max(max_held.load(), batch.size());
-        deliver(batch, follower.position());
+// Every error is caught here, the error path included. A handler's error, or one that retrying
+// cannot mend (a corrupt event), fails the subscription; a storage error (or bad_alloc) is
+// reported and retried after a back-off, from the last position handled.
+void Subscription::Shared::run() noexcept {
+  for (;;) {
+    try {
+      follow();
+      break;  // stopped
+    } catch (...) {
+      const std::exception_ptr e = std::current_exception();
+      if (handler_threw || !detail::is_transient(e)) {
+        fail(e, State::failed);
+        return;
       }
-      if (caught_up && state == State::catching_up) set_state(State::live);
-    } while (wakeup.wait());
-  } catch (...) {
-    fail(std::current_exception());
-    return;
+      if (!recover(e)) break;
+    }
   }
   set_state(State::stopped);
+}
+
+// Reads and delivers until stop(); throws what reading, saving or the handler throws.
+void Subscription::Shared::follow() {
+  if (resync) {
+    follower.restart(handled());
+    resync = false;
+  }
+  // Room for a batch, up to a bound (a huge batch_size grows the vector as events come).
+  batch.reserve(std::min<std::size_t>(options.batch_size, 4096));
+  for (;;) {
+    wakeup.arm();
+    bool caught_up = false;
+    while (!caught_up && !wakeup.stopped()) {
+      batch.clear();
+      caught_up = follower.next(batch, options.batch_size);
+      max_held = std::max(max_held.load(), batch.size());
+      deliver(batch, follower.position(), caught_up);
+    }
+    if (!wakeup.wait()) return;
+    backoff.reset();  // a whole round worked
+  }
+}
+
+bool Subscription::Shared::recover(std::exception_ptr e) noexcept {
+  resync = true;
+  try {
+    batch.clear();
+    batch.shrink_to_fit();  // after a bad_alloc, give the memory back
+  } catch (...) {
+  }
+  fail(e, State::retrying);
+  return wakeup.sleep(backoff.next());
 }
 
 void Subscription::Shared::set_state(State s) {
@@ -114,26 +154,45 @@ void Subscription::Shared::set_state(State s) {
   progress.notify_all();
 }
 
-void Subscription::Shared::deliver(std::vector<RecordedEvent>& batch, Position scanned_to) {
-  if (each) {
-    scanned_to = deliver_each(batch, scanned_to);
-  } else if (!batch.empty()) {
-    handler(std::span<const RecordedEvent>(batch));
+// The handler gets the batch; position() moves past it; then the checkpoint is saved (a save
+// that failed is made again with the next batch, the batch not delivered again).
+void Subscription::Shared::deliver(std::vector<RecordedEvent>& events, Position scanned_to,
+                                   bool caught_up) {
+  try {
+    if (each) {
+      scanned_to = deliver_each(events, scanned_to);
+    } else if (!events.empty()) {
+      handler(std::span<const RecordedEvent>(events));
+    }
+  } catch (...) {
+    handler_threw = true;
+    throw;
   }
-  if (scanned_to == position) return;
-  if (checkpoints) checkpoints->save(options.checkpoint, scanned_to);
-  set_position(scanned_to);
+  if (scanned_to != handled()) set_position(scanned_to);
+  if (checkpoints && scanned_to != saved) {
+    checkpoints->save(options.checkpoint, scanned_to);
+    saved = scanned_to;
+  }
+  const State now = state;
+  if (now == State::retrying || (caught_up && now == State::catching_up)) {
+    set_state(caught_up ? State::live : State::catching_up);
+  }
 }
 
 // One event at a time until stop() (from the handler or another thread): what is left of the
 // batch is neither delivered nor counted (nor checkpointed). Returns the position handled.
-Position Subscription::Shared::deliver_each(const std::vector<RecordedEvent>& batch,
+Position Subscription::Shared::deliver_each(const std::vector<RecordedEvent>& events,
                                             Position scanned_to) {
-  for (const RecordedEvent& e : batch) {
+  for (const RecordedEvent& e : events) {
     if (wakeup.stopped()) return e.position - 1;
     each(e);
   }
   return scanned_to;
+}
+
+Position Subscription::Shared::handled() const {
+  std::lock_guard lock(mu);
+  return position;
 }
 
 void Subscription::Shared::set_position(Position p) {
@@ -144,13 +203,18 @@ void Subscription::Shared::set_position(Position p) {
   progress.notify_all();
 }
 
-void Subscription::Shared::fail(std::exception_ptr e) {
-  {
-    std::lock_guard lock(mu);
-    error = e;
-    state = State::failed;
+// Records `e` with state `s` (failed, or retrying) and calls on_error. Never throws.
+void Subscription::Shared::fail(std::exception_ptr e, State s) {
+  try {
+    {
+      std::lock_guard lock(mu);
+      error = e;
+      state = s;
+    }
+    progress.notify_all();
+  } catch (...) {
+    state = s;  // the mutex failed (never seen): the state still tells
   }
-  progress.notify_all();
   if (options.on_error) {
     try {
       options.on_error(e);

@@ -28,6 +28,13 @@
 // - Failures: an apply that throws rolls back that event's changes. Policy stop: the
 //   projection stops with the position, type and error recorded in the file (the others go
 //   on); restart() resumes it. Policy skip: the event is skipped, counted and recorded.
+// - Storage errors: no projection thread ends the process or hangs on one. When the store
+//   cannot be read or written (a StorageError, or std::bad_alloc), the transaction in progress
+//   rolls back, the projection reports it (state retrying, ProjectionStatus::error,
+//   EngineOptions::on_error) and retries with back-off (10 ms doubling to 1 s); once the store
+//   works again it goes on from its checkpoint, still exactly once. stop() and the destructor
+//   return promptly while it backs off. Another error of the thread itself (a corrupt event)
+//   stops the projection as failed until restart().
 // Guarantees (external target): at least once, in position order; the checkpoint is saved
 // after each batch; apply gets ctx.key() to make its effects idempotent. Rebuild calls reset
 // then replays (no blue/green: the target is not ours to swap).
@@ -43,6 +50,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -77,6 +85,8 @@ enum class ProjectionState {
   catching_up,  // reading history towards the head
   running,      // at the head, following the log
   rebuilding,   // building a new generation; the old one serves queries
+  retrying,     // reading or writing the store failed (see ProjectionStatus::error and
+                // EngineOptions::on_error): retrying with back-off, resuming by itself
   stopped,      // not running (engine stopped, or never started in this process)
   failed,       // stopped by a failing event (see ProjectionStatus::error); reported only once
                 // the checkpoint just before that event has committed
@@ -97,12 +107,14 @@ struct ProjectionStatus {
   std::uint64_t generation = 0;  // its generation
   ProjectionMode mode = ProjectionMode::async;
   ProjectionState state = ProjectionState::stopped;
-  Position checkpoint = 0;                 // the last position the serving read model reflects
-  Position head = 0;                       // the log's head when the status was taken
-  Position lag = 0;                        // head - checkpoint
-  Position rebuild_checkpoint = 0;         // while rebuilding: how far the new generation got
-  std::uint64_t skipped = 0;               // events skipped by FailurePolicy::skip
-  std::optional<ProjectionFailure> error;  // the last failure
+  Position checkpoint = 0;          // the last position the serving read model reflects
+  Position head = 0;                // the log's head when the status was taken
+  Position lag = 0;                 // head - checkpoint
+  Position rebuild_checkpoint = 0;  // while rebuilding: how far the new generation got
+  std::uint64_t skipped = 0;        // events skipped by FailurePolicy::skip
+  // The last failure: a failing event, or a storage error (event_type empty, position the next
+  // event to apply). Kept after the projection recovers from a storage error.
+  std::optional<ProjectionFailure> error;
 };
 
 // Progress of a rebuild, reported through EngineOptions::on_progress.
@@ -120,6 +132,12 @@ struct EngineOptions {
   // the end. Must not throw.
   std::function<void(const RebuildProgress&)> on_progress{};  // default: none
   std::chrono::milliseconds progress_interval{500};           // default: half a second
+  // Called on a projection's thread with the projection's name when the thread itself fails
+  // (not an apply: those follow the FailurePolicy): for a storage error (StorageError,
+  // std::bad_alloc) at each failed attempt, before the back-off; for any other error (a corrupt
+  // event, say) once, as the projection stops. Must not throw, nor call stop() or restart() (it
+  // runs on the thread they join).
+  std::function<void(std::string_view projection, std::exception_ptr error)> on_error{};
 };
 
 class ProjectionEngine {
@@ -132,8 +150,9 @@ class ProjectionEngine {
 
   // Registers `projection` and starts it: a new one builds generation 1 from position 1; a
   // known one resumes from its checkpoint; one whose version changed rebuilds. An inline
-  // projection is caught up before add() returns (unless it rebuilds a new version), so the
-  // appends that follow are applied inside their transactions. Throws
+  // projection is caught up before add() returns (unless it rebuilds a new version, or a
+  // storage error makes it retry: then its thread catches up once the store works again), so
+  // the appends that follow are applied inside their transactions. Throws
   // InvalidArgument (null, a name already added, a bad name, inline with an external target,
   // batch_size 0), StorageError; and what reset() throws when it creates generation 1.
   void add(std::shared_ptr<Projection> projection, ProjectionOptions options = {});
@@ -141,7 +160,9 @@ class ProjectionEngine {
   // Starts a blue/green rebuild of `name` at its current version (returns at once; see
   // status() and on_progress). Throws NotFound for an unknown name.
   void rebuild(std::string_view name);
-  // Resumes a failed or stopped projection from its checkpoint. Throws NotFound.
+  // Resumes a failed or stopped projection from its checkpoint (the checkpoint is reloaded on
+  // the projection's thread, which retries on a storage error). Calls from several threads, and
+  // with stop(), take turns. Throws NotFound.
   void restart(std::string_view name);
   // Stops every projection (joins their threads). Inline projections stop being applied.
   void stop() noexcept;

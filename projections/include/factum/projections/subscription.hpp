@@ -17,7 +17,16 @@
 // processes' commits by polling PRAGMA data_version every poll_interval.
 //
 // A handler that throws stops the subscription: state() becomes failed, error() holds the
-// exception, on_error is called, and the failing event is not checkpointed.
+// exception, on_error is called, and the failing event is not checkpointed. So does an error
+// that retrying cannot mend (CorruptEventError).
+//
+// Storage errors: the subscription's thread never ends the process or hangs on one. When reading
+// the log, polling for commits or saving the checkpoint fails (StorageError, or std::bad_alloc),
+// state() becomes retrying, error() holds the exception and on_error is called (at each failed
+// attempt); it retries after a back-off of 10 ms doubling to 1 s, and once the store works again
+// goes on after the last event it handled: no event is skipped or delivered twice in the run. A
+// checkpoint save that failed is made with the next batch. stop() and the destructor return
+// promptly while it backs off.
 //
 // Thread-safety: the handler runs on the subscription's thread, one call at a time. The other
 // members may be called from any thread; stop() and the destructor may also be called from
@@ -73,13 +82,16 @@ struct SubscriptionOptions {
   std::size_t batch_size = 256;
   // How often to look for other processes' commits (PRAGMA data_version); 0 disables polling.
   std::chrono::milliseconds poll_interval{100};
-  // Called on the subscription's thread when the handler (or a read) throws.
+  // Called on the subscription's thread when the handler (or a read) throws, and at each failed
+  // attempt while it retries after a storage error. Must not throw.
   std::function<void(std::exception_ptr)> on_error{};  // default: none
 };
 
 class Subscription {
  public:
-  enum class State { catching_up, live, stopped, failed };
+  // retrying: a storage error; error() holds it, the subscription retries with back-off and
+  // goes back to catching_up or live by itself.
+  enum class State { catching_up, live, retrying, stopped, failed };
   using Handler = std::function<void(const RecordedEvent&)>;
   using BatchHandler = std::function<void(std::span<const RecordedEvent>)>;
 
@@ -100,7 +112,8 @@ class Subscription {
   // The last position handled (events the filter skipped included); the next batch starts
   // after it.
   Position position() const noexcept;
-  // The exception that stopped it, if any.
+  // The exception that stopped it (state failed), or the last storage error it retried after
+  // (kept once it recovers); null when there was none.
   std::exception_ptr error() const noexcept;
   // The most events held at once so far (bounded by batch_size).
   std::size_t max_held() const noexcept;
