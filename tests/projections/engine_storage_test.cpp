@@ -1,5 +1,5 @@
 // ProjectionEngine on a failing storage: a hiccup (every lock call of the file failing for a
-// while, through the StorageFaults VFS shim) is reported, retried with back-off and survived
+// while, through the FaultInjection VFS shim) is reported, retried with back-off and survived
 // with every event applied exactly once; stop() is prompt while backing off; concurrent
 // restart() and stop() calls neither hang nor crash.
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine_support.hpp"
-#include "storage_faults.hpp"
+#include "support/fault_vfs.hpp"
 #include "support/raw_sql.hpp"
 
 using namespace factum;
@@ -67,7 +67,7 @@ struct Errors {
 };
 
 TEST_CASE("a second of failing storage does not end the process: the projection resumes") {
-  StorageFaults faults;
+  FaultInjection faults;
   TempStore t;
   append_numbers(t.store, 20);
   Errors errors;
@@ -77,10 +77,10 @@ TEST_CASE("a second of failing storage does not end the process: the projection 
   auto fold = std::make_shared<Fold>();
   engine.add(fold, {.batch_size = 4, .poll_interval = std::chrono::milliseconds(10)});
   REQUIRE(engine.wait_for("fold", 20, kWait));
-  faults.fail_all(true);
+  faults.fail_locks(1, FaultInjection::kForever);
   std::this_thread::sleep_for(1s);
-  faults.fail_all(false);
-  CHECK(faults.failures() > 0);
+  faults.clear();
+  CHECK(faults.injected() > 0);
   append_numbers(t.store, 20, 21);
   CHECK(engine.wait_for("fold", 40, kWait));
   CHECK(read_model(t.store) == fold_log(t.store));
@@ -101,17 +101,17 @@ TEST_CASE("a second of failing storage does not end the process: the projection 
 }
 
 TEST_CASE("an inline projection survives a second of failing storage, exactly once") {
-  StorageFaults faults;
+  FaultInjection faults;
   TempStore t;
   append_numbers(t.store, 10);
   ProjectionEngine engine(t.store);
   engine.add(std::make_shared<Fold>(), {.mode = ProjectionMode::inline_append,
                                         .poll_interval = std::chrono::milliseconds(10)});
   REQUIRE(engine.wait_for("fold", 10, kWait));
-  faults.fail_all(true);
+  faults.fail_locks(1, FaultInjection::kForever);
   CHECK_THROWS_AS(append_numbers(t.store, 1, 11), StorageError);  // the append fails, no more
   std::this_thread::sleep_for(1s);
-  faults.fail_all(false);
+  faults.clear();
   append_numbers(t.store, 10, 11);
   CHECK(engine.wait_for("fold", 20, kWait));
   CHECK(read_model(t.store) == fold_log(t.store));
@@ -119,7 +119,7 @@ TEST_CASE("an inline projection survives a second of failing storage, exactly on
 }
 
 TEST_CASE("while the storage fails the projection is retrying, and stop() returns promptly") {
-  StorageFaults faults;
+  FaultInjection faults;
   TempStore t;
   append_numbers(t.store, 5);
   Errors errors;
@@ -128,13 +128,13 @@ TEST_CASE("while the storage fails the projection is retrying, and stop() return
                           }});
   engine.add(std::make_shared<Fold>(), {.poll_interval = std::chrono::milliseconds(10)});
   REQUIRE(engine.wait_for("fold", 5, kWait));
-  faults.fail_all(true);
+  faults.fail_locks(1, FaultInjection::kForever);
   // 10 + 20 + ... + 640 ms: the back-off is long now.
   REQUIRE(eventually([&] { return errors.count() >= 8; }));
   const auto before = std::chrono::steady_clock::now();
   engine.stop();
   CHECK(std::chrono::steady_clock::now() - before < 500ms);
-  faults.fail_all(false);
+  faults.clear();
   CHECK(engine.status("fold").state == ProjectionState::stopped);
   engine.restart("fold");
   append_numbers(t.store, 5, 6);
@@ -177,9 +177,9 @@ TEST_CASE("while another connection holds the write lock, status() shows retryin
 }
 
 TEST_CASE("a rebuild of a new version survives storage failures, exactly once") {
-  for (const std::uint64_t skip : {0, 3, 11, 25, 60}) {
+  for (const int skip : {0, 3, 11, 25, 60}) {
     CAPTURE(skip);
-    StorageFaults faults;
+    FaultInjection faults;
     TempStore t;
     append_numbers(t.store, 100);
     {
@@ -188,28 +188,28 @@ TEST_CASE("a rebuild of a new version survives storage failures, exactly once") 
       REQUIRE(engine.wait_for("fold", 100, kWait));
     }
     ProjectionEngine engine(t.store);
-    faults.fail_calls(skip, 4);
+    faults.fail_locks(skip + 1, 4);
     try {
       engine.add(std::make_shared<Fold>(Fold::Options{.version = 2, .weight = 10}),
                  {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
     } catch (const StorageError&) {
       continue;
     }
-    REQUIRE(eventually([&] { return faults.remaining() == 0; }));
+    REQUIRE(eventually([&] { return faults.spent(); }));
     CHECK(engine.wait_for("fold", 100, kWait));
     CHECK(read_model(t.store) == fold_log(t.store, {}, 10));
   }
 }
 
 TEST_CASE("storage failures in the middle of catching up neither lose nor repeat an event") {
-  for (const std::uint64_t skip : {0, 1, 2, 5, 9, 17, 40, 90}) {
+  for (const int skip : {0, 1, 2, 5, 9, 17, 40, 90}) {
     CAPTURE(skip);
-    StorageFaults faults;
+    FaultInjection faults;
     TempStore t;
     append_numbers(t.store, 120);
     ProjectionEngine engine(t.store);
     auto fold = std::make_shared<Fold>();
-    faults.fail_calls(skip, 4);
+    faults.fail_locks(skip + 1, 4);
     try {
       engine.add(fold, {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
     } catch (const StorageError&) {
@@ -217,7 +217,7 @@ TEST_CASE("storage failures in the middle of catching up neither lose nor repeat
     }
     // The projection's thread (polling every 10 ms) meets every failure; the test's own reads
     // start after.
-    REQUIRE(eventually([&] { return faults.remaining() == 0; }));
+    REQUIRE(eventually([&] { return faults.spent(); }));
     CHECK(engine.wait_for("fold", 120, kWait));
     CHECK(read_model(t.store) == fold_log(t.store));
   }

@@ -1,4 +1,4 @@
-// Catch-up subscriptions on a failing storage (the StorageFaults VFS shim fails the file's lock
+// Catch-up subscriptions on a failing storage (the FaultInjection VFS shim fails the file's lock
 // calls) and under allocation failure: no error ends the process; a storage error is reported
 // (state retrying, error(), on_error), retried with back-off, and delivery resumes with every
 // event once, in order.
@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -15,13 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "storage_faults.hpp"
+#include "support/fault_vfs.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
 using namespace std::chrono_literals;
+using factum::test::FaultInjection;
 using factum::test::make_event;
-using factum::test::StorageFaults;
 using factum::test::TempStore;
 
 namespace {
@@ -88,7 +87,7 @@ TEST_CASE("a batch_size too large to reserve does not end the process: events ar
 }
 
 TEST_CASE("a second of failing storage: the subscription retries, then delivers each event once") {
-  StorageFaults faults;
+  FaultInjection faults;
   TempStore t;
   append_n(t.store, 30);
   Seen seen;
@@ -100,14 +99,14 @@ TEST_CASE("a second of failing storage: the subscription retries, then delivers 
                     .on_error = [&](std::exception_ptr) { ++reported; }},
                    seen.handler());
   REQUIRE(sub.wait_for(30, kTimeout));
-  faults.fail_all(true);
+  faults.fail_locks(1, FaultInjection::kForever);
   CHECK(eventually([&] { return sub.state() == State::retrying; }));
   std::this_thread::sleep_for(1s);
   CHECK(sub.state() == State::retrying);
   REQUIRE(sub.error() != nullptr);
   CHECK_THROWS_AS(std::rethrow_exception(sub.error()), StorageError);
-  faults.fail_all(false);
-  CHECK(faults.failures() > 0);
+  faults.clear();
+  CHECK(faults.injected() > 0);
   // At each attempt, with back-off (10, 20, 40 ... ms): a handful in a second.
   CHECK(reported >= 2);
   CHECK(reported <= 20);
@@ -120,7 +119,7 @@ TEST_CASE("a second of failing storage: the subscription retries, then delivers 
 }
 
 TEST_CASE("a subscription backing off after storage errors stops promptly") {
-  StorageFaults faults;
+  FaultInjection faults;
   TempStore t;
   append_n(t.store, 5);
   Seen seen;
@@ -129,7 +128,7 @@ TEST_CASE("a subscription backing off after storage errors stops promptly") {
                    {.poll_interval = 10ms, .on_error = [&](std::exception_ptr) { ++reported; }},
                    seen.handler());
   REQUIRE(sub.wait_for(5, kTimeout));
-  faults.fail_all(true);
+  faults.fail_locks(1, FaultInjection::kForever);
   REQUIRE(eventually([&] { return reported >= 8; }));  // the back-off is 640 ms or more now
   const auto before = std::chrono::steady_clock::now();
   sub.stop();
@@ -138,13 +137,13 @@ TEST_CASE("a subscription backing off after storage errors stops promptly") {
 }
 
 TEST_CASE("storage failures while catching up with a checkpoint neither lose nor repeat events") {
-  for (const std::uint64_t skip : {0, 1, 2, 3, 5, 8, 13, 30, 60}) {
+  for (const int skip : {0, 1, 2, 3, 5, 8, 13, 30, 60}) {
     CAPTURE(skip);
-    StorageFaults faults;
+    FaultInjection faults;
     TempStore t;
     append_n(t.store, 100);
     Seen seen;
-    faults.fail_calls(skip, 3);
+    faults.fail_locks(skip + 1, 3);
     try {
       Subscription sub(t.store, {.checkpoint = "sub", .batch_size = 8, .poll_interval = 10ms},
                        seen.handler());
@@ -154,7 +153,7 @@ TEST_CASE("storage failures while catching up with a checkpoint neither lose nor
       continue;  // the failures hit the constructor (loading the checkpoint): the caller's
     }
     CHECK(seen.exactly_one_to(100));
-    faults.fail_calls(0, 0);
+    faults.clear();
     CHECK(CheckpointStore(t.store).load("sub") == 100);
   }
 }

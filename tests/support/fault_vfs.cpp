@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace factum::test {
@@ -32,12 +33,11 @@ static_assert(fault_codes::kIoErrShmMap == SQLITE_IOERR_SHMMAP);
 static_assert(fault_codes::kCantOpen == SQLITE_CANTOPEN);
 
 struct Fault {
-  FaultOp op;
+  std::array<std::optional<int>, kFaultOpCount> code;  // per op: the code, if the fault covers it
   FaultFile file;
   std::string path_contains;
   int skip;   // matching calls still to let through
   int times;  // failures still to inject (< 0: forever)
-  int code;
 };
 
 // What every shim file and the shim VFS share.
@@ -55,7 +55,8 @@ struct State {
     std::lock_guard lock(mu);
     ++calls[static_cast<std::size_t>(op)];
     for (Fault& f : faults) {
-      if (f.op != op || f.times == 0) continue;
+      const std::optional<int>& code = f.code[static_cast<std::size_t>(op)];
+      if (!code || f.times == 0) continue;
       if (f.file != FaultFile::any && f.file != kind) continue;
       if (!f.path_contains.empty() && path.find(f.path_contains) == std::string::npos) continue;
       if (f.skip > 0) {
@@ -64,7 +65,7 @@ struct State {
       }
       if (f.times > 0) --f.times;
       ++injected;
-      return f.code;
+      return *code;
     }
     return std::nullopt;
   }
@@ -336,11 +337,28 @@ FaultInjection::~FaultInjection() {
 
 void FaultInjection::fail(FaultOp op, int nth, int code, int times, FaultFile file,
                           const std::string& path_contains) {
+  fail_any_of({{op, code}}, nth, times, file, path_contains);
+}
+
+void FaultInjection::fail_any_of(std::initializer_list<FaultOpCode> ops, int nth, int times,
+                                 FaultFile file, const std::string& path_contains) {
   if (nth < 1) throw std::invalid_argument("fault_vfs: nth counts from 1");
   if (times < 0) throw std::invalid_argument("fault_vfs: times is kForever or positive");
+  if (ops.size() == 0) throw std::invalid_argument("fault_vfs: a fault covers at least one op");
+  Fault fault{{}, file, path_contains, nth - 1, times == kForever ? -1 : times};
+  for (const FaultOpCode& oc : ops) {
+    const auto i = static_cast<std::size_t>(oc.op);
+    if (i >= fault.code.size()) throw std::invalid_argument("fault_vfs: unknown op");
+    fault.code[i] = oc.code;
+  }
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.faults.push_back(Fault{op, file, path_contains, nth - 1, times == kForever ? -1 : times, code});
+  s.faults.push_back(std::move(fault));
+}
+
+void FaultInjection::fail_locks(int nth, int times) {
+  fail_any_of({{FaultOp::lock, SQLITE_IOERR_LOCK}, {FaultOp::shm_lock, SQLITE_IOERR_SHMLOCK}}, nth,
+              times);
 }
 
 void FaultInjection::clear() {

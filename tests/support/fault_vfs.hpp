@@ -18,11 +18,17 @@
 // plain ints so that this header does not include <sqlite3.h>; fault_codes below names the
 // common ones.
 //
+// A storage hiccup (every lock failing for a while, or the Nth to Mth lock calls failing):
+//
+//   fault.fail_locks(1, FaultInjection::kForever);  // every lock call fails
+//   fault.clear();                                 // until cleared
+//
 // Thread-safety: a FaultInjection may be armed, cleared and read from any thread while other
 // threads use connections; one FaultInjection at a time per process.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace factum::test {
@@ -60,6 +66,12 @@ inline constexpr int kIoErrShmMap = 10 | (21 << 8);   // SQLITE_IOERR_SHMMAP
 inline constexpr int kCantOpen = 14;                  // SQLITE_CANTOPEN
 }  // namespace fault_codes
 
+// One op of a fault that covers several, and the code its calls fail with.
+struct FaultOpCode {
+  FaultOp op;
+  int code;
+};
+
 class FaultInjection {
  public:
   // `fail(..., times = kForever)` keeps failing until clear().
@@ -78,6 +90,17 @@ class FaultInjection {
   // files whose path contains it count (to fault one store of several).
   void fail(FaultOp op, int nth, int code, int times = 1, FaultFile file = FaultFile::any,
             const std::string& path_contains = {});
+  // Arms one fault over several ops, whose calls are counted as one sequence: the `nth` call
+  // of any of them from now on fails, with its op's code, and so do the next `times - 1`
+  // (every one for kForever). Arming it is atomic: no call sees it half armed. An xShmLock
+  // taking the write lock is checked as shm_write_lock, then as shm_lock: list one of the two.
+  void fail_any_of(std::initializer_list<FaultOpCode> ops, int nth, int times = 1,
+                   FaultFile file = FaultFile::any, const std::string& path_contains = {});
+  // A storage hiccup as SQLite sees it (every read and write fails): from the `nth` lock call
+  // on, `times` lock calls fail. Lock calls are file locks (xLock, failing with
+  // SQLITE_IOERR_LOCK) and the WAL index's locks (xShmLock taking a lock, failing with
+  // SQLITE_IOERR_SHMLOCK), on every file, counted as one sequence: fail_any_of() of the two.
+  void fail_locks(int nth, int times = 1);
   // Disarms every fault (counters are kept).
   void clear();
 
