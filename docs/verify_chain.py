@@ -157,7 +157,8 @@ def verify(db, expected_head=None):
     empty = db.execute("SELECT stream_id FROM streams s WHERE NOT EXISTS (SELECT 1 FROM events e "
                        "WHERE e.stream_key = s.stream_key) LIMIT 1").fetchone()
     if empty is not None:
-        raise Broken("unchained_row", 0, f"the stream '{empty[0]!r}' has no events: its row was "
+        name = empty[0].decode("utf-8", "backslashreplace") if isinstance(empty[0], bytes) else empty[0]
+        raise Broken("unchained_row", 0, f"the stream '{name}' has no events: its row was "
                      "inserted behind the library's back")
     return expected_pos - 1, previous
 

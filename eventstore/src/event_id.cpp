@@ -35,9 +35,13 @@ std::atomic<std::uint64_t> fork_generation{0};
 
 void after_fork_in_child() noexcept { fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
+// Registered when the library is loaded, before any thread of the program can fork. (Lazily, on
+// the first id, a fork racing that first call could leave the child a half-run initializer.)
+// pthread_atfork fails only without memory.
+[[maybe_unused]] const int kAtForkRegistered =
+    pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+
 std::uint64_t current_generation() noexcept {
-  static const int registered = pthread_atfork(nullptr, nullptr, &after_fork_in_child);
-  (void)registered;  // fails only without memory: then ids rely on the pid-free seed alone
   return fork_generation.load(std::memory_order_relaxed);
 }
 

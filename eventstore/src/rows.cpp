@@ -99,9 +99,13 @@ std::string decode_row(const Statement& s, RecordedEvent& out) {
 
 void read_row(const Statement& s, RecordedEvent& out) {
   const std::string problem = decode_row(s, out);
-  if (!problem.empty()) {
-    throw CorruptEventError(static_cast<Position>(s.column_int(kPosition)), problem);
+  if (problem.empty()) return;
+  const std::int64_t position = s.column_int(kPosition);
+  if (position < 1) {  // a row outside the chain: named by its stored value, reported as 0
+    throw CorruptEventError(0, "the row at position " + std::to_string(position) +
+                                   " lies outside the chain (" + problem + ")");
   }
+  throw CorruptEventError(static_cast<Position>(position), problem);
 }
 
 }  // namespace factum::detail

@@ -47,7 +47,9 @@ BEGIN SELECT RAISE(ABORT, 'factum: streams are never deleted'); END;
 // Format 2: inserts are guarded too. INSERT OR REPLACE (and REPLACE INTO) deletes the rows it
 // conflicts with without firing DELETE triggers; these refuse such an insert before it runs.
 // An event may only be inserted at the next position, as the next version of its stream, with
-// an id not stored yet; a stream row may not take a stored stream's id or key.
+// an id not stored yet; a stream row may not take a stored stream's id or key. (In a BEFORE
+// INSERT trigger an omitted key reads as -1, so keys are checked there only when positive, and
+// a key below 1 is refused after the insert, when it is known.)
 constexpr const char* kInsertGuards = R"sql(
 CREATE TRIGGER events_are_appended BEFORE INSERT ON events
 WHEN NEW.position IS NOT coalesce((SELECT max(position) FROM events), 0) + 1
@@ -57,8 +59,10 @@ WHEN NEW.position IS NOT coalesce((SELECT max(position) FROM events), 0) + 1
 BEGIN SELECT RAISE(ABORT, 'factum: events are only appended: at the next position, as the next version of their stream, with a new id'); END;
 CREATE TRIGGER streams_are_added BEFORE INSERT ON streams
 WHEN EXISTS (SELECT 1 FROM streams WHERE stream_id = NEW.stream_id)
-  OR EXISTS (SELECT 1 FROM streams WHERE stream_key = NEW.stream_key)
+  OR (NEW.stream_key >= 1 AND EXISTS (SELECT 1 FROM streams WHERE stream_key = NEW.stream_key))
 BEGIN SELECT RAISE(ABORT, 'factum: streams are never replaced'); END;
+CREATE TRIGGER stream_keys_are_positive AFTER INSERT ON streams WHEN NEW.stream_key < 1
+BEGIN SELECT RAISE(ABORT, 'factum: stream keys start at 1'); END;
 )sql";
 
 [[noreturn]] void not_a_store(const Database& db, const std::string& why) {

@@ -109,7 +109,7 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       savepoint_(db_, "SAVEPOINT factum_append"),
       release_(db_, "RELEASE factum_append"),
       rollback_to_(db_, "ROLLBACK TO factum_append"),
-      seal_(db_, ("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str()),
+      seal_(db_, ("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str()),
       cache_(db_),
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
@@ -246,10 +246,11 @@ void Writer::commit(std::string_view doing) {
 // before the fsync that makes them durable; when that fsync fails, the commit fails, but the
 // frames stay in the WAL file past its valid end. Nothing reads them now, but a recovery of the
 // WAL (a crash, or a close that cannot checkpoint) would replay them, and the append that threw
-// would be in the log after all. A one-frame transaction that changes nothing (the format number,
-// written again) lands at that same offset and breaks the checksum chain behind it, so recovery
-// stops before the orphaned frames. If the disk refuses this write too, the outcome stays unknown
-// until the caller retries the same batch (idempotent); docs/eventstore.md says so.
+// would be in the log after all. A one-frame transaction that changes nothing (the application
+// id, the same in every format, written again) lands at that same offset and breaks the checksum
+// chain behind it, so recovery stops before the orphaned frames. If the disk refuses this write
+// too, the outcome stays unknown until the caller retries the same batch (idempotent);
+// docs/eventstore.md says so.
 void Writer::seal_wal() noexcept {
   try {
     run(begin_, "sealing the log after a failed commit");

@@ -95,7 +95,7 @@ class Writer {
   Statement savepoint_;
   Statement release_;
   Statement rollback_to_;
-  Statement seal_;  // rewrites the format number: a write that changes nothing
+  Statement seal_;  // rewrites the application id: a write that changes nothing
   ChainHasher hasher_;
   StatementCache cache_;
   std::size_t max_group_size_;

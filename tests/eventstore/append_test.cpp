@@ -350,6 +350,20 @@ TEST_CASE("the events table refuses UPDATE and DELETE") {
   CHECK(t.store.verify().ok());
 }
 
+namespace {
+
+// The message raw SQL fails with ("" when it succeeds).
+std::string refusal(const std::filesystem::path& file, const std::string& sql) {
+  try {
+    factum::test::raw_exec(file, sql);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
 TEST_CASE("INSERT OR REPLACE cannot rewrite or remove a stored event") {
   TempStore t;
   t.store.append("s-1", ExpectedVersion::any(), make_events(3));
@@ -381,12 +395,28 @@ TEST_CASE("INSERT OR REPLACE cannot rewrite or remove a stored event") {
   };
   for (const char* sql : attacks) {
     CAPTURE(sql);
-    CHECK_THROWS(factum::test::raw_exec(t.path, sql));
+    // Refused by a factum trigger (not by a typo in the attack).
+    CHECK(refusal(t.path, sql).find("factum: ") != std::string::npos);
   }
   CHECK(t.store.read_all().to_vector() == before);
   CHECK(t.store.stream_version("s-1") == 3);
   CHECK(t.store.verify().ok());
   CHECK(t.store.append("s-1", ExpectedVersion::exact(3), make_event()).last_position == 5);
+}
+
+TEST_CASE("a stream row with a key below 1 is refused, so new streams still get keys") {
+  TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_event());
+  // In a BEFORE INSERT trigger an omitted key reads as -1: a stored -1 must not block them.
+  for (const char* key : {"-1", "0"}) {
+    CAPTURE(key);
+    CHECK(refusal(t.path, std::string("INSERT INTO streams (stream_key, stream_id, category) "
+                                      "VALUES (") +
+                              key + ", 'x-1', 'x')")
+              .find("factum: stream keys start at 1") != std::string::npos);
+  }
+  CHECK(t.store.append("t-1", ExpectedVersion::no_stream(), make_event()).last_position == 2);
+  CHECK(t.store.verify().ok());
 }
 
 TEST_CASE("on_appended fires after each commit with the committed events") {

@@ -235,6 +235,7 @@ TEST_CASE("a writable open upgrades a format-1 store: its inserts are guarded fr
   // What format 1 was: the same tables and chain, without the insert guards.
   raw_exec(path,
            "DROP TRIGGER events_are_appended; DROP TRIGGER streams_are_added; "
+           "DROP TRIGGER stream_keys_are_positive; "
            "PRAGMA user_version = 1");
   {
     StoreOptions read_only = TempStore::fast_options();
@@ -245,7 +246,7 @@ TEST_CASE("a writable open upgrades a format-1 store: its inserts are guarded fr
   }
   auto store = EventStore::open(path, TempStore::fast_options());
   CHECK(raw_int(path, "PRAGMA user_version") == 2);
-  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'") == 6);
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'") == 7);
   CHECK_THROWS(raw_exec(path, "REPLACE INTO events SELECT * FROM events WHERE position = 1"));
   CHECK(store.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
   CHECK(store.verify().ok());

@@ -30,6 +30,7 @@ class RawConnection {
 inline constexpr const char* kDropTriggers =
     "DROP TRIGGER IF EXISTS events_are_immutable; DROP TRIGGER IF EXISTS events_are_permanent; "
     "DROP TRIGGER IF EXISTS streams_are_immutable; DROP TRIGGER IF EXISTS streams_are_permanent; "
-    "DROP TRIGGER IF EXISTS events_are_appended; DROP TRIGGER IF EXISTS streams_are_added;";
+    "DROP TRIGGER IF EXISTS events_are_appended; DROP TRIGGER IF EXISTS streams_are_added; "
+    "DROP TRIGGER IF EXISTS stream_keys_are_positive;";
 
 }  // namespace factum::test

@@ -150,11 +150,13 @@ class EventStore {
 
   // Appends `events` to `stream` if the stream's version matches `expected`, atomically.
   // A batch whose ids are all stored already, contiguously and in order, in this stream, is a
-  // retry: it returns the first try's result and writes nothing, whatever `expected` is.
+  // retry when each stored event also has the same type, schema version, payload and
+  // metadata: it returns the first try's result and writes nothing, whatever `expected` is.
   // Throws InvalidArgument (empty batch, bad stream id, empty type, payload too large, a
   // `compensates` naming no event of this stream), ConcurrencyError (version mismatch),
-  // DuplicateEventError (ids partly stored, or stored in another stream), StorageError.
-  // Nothing is written when it throws.
+  // DuplicateEventError (ids partly stored, stored in another stream, or stored with other
+  // content), StorageError. Nothing is written when it throws; after a StorageError, retry
+  // the same events (same ids) to be sure (docs/eventstore.md, "A failed commit").
   AppendResult append(std::string_view stream, ExpectedVersion expected,
                       std::span<const EventData> events);
   AppendResult append(std::string_view stream, ExpectedVersion expected, const EventData& event);

@@ -11,7 +11,10 @@
 //     sql.execute("INSERT INTO balances (account, cents) VALUES (?1, ?2)", {id, cents});
 //   });
 //
-// Errors are StorageError naming the file and what failed. The handle is valid only inside
+// Errors are StorageError naming the file and what failed, and InvalidArgument when the number
+// of values differs from the statement's parameters (an extra value is never ignored, a missing
+// one never read as NULL). A query may run other queries, the same SQL text included, from its
+// on_row callback: each gets a statement of its own. The handle is valid only inside
 // the callback; do not call the EventStore from inside a write_sql callback (its appends
 // wait for the same writer and would deadlock).
 //
