@@ -21,12 +21,6 @@ namespace codes = factum::test::fault_codes;
 
 namespace {
 
-StoreOptions durable() {
-  StoreOptions o;
-  o.durability = Durability::full;
-  return o;
-}
-
 Snapshot snapshot_at(const std::string& stream, StreamVersion version, std::size_t size = 16) {
   Snapshot s;
   s.stream_id = stream;
@@ -67,7 +61,7 @@ struct Bank {
 
 TEST_CASE("a snapshot save whose commit fails throws StorageError and keeps the older snapshot") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   SnapshotStore snapshots(t.store);
   snapshots.save(snapshot_at("account-1", 5));
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -100,7 +94,7 @@ TEST_CASE("a snapshot save on a full disk leaves no half-written snapshot") {
 
 TEST_CASE("a snapshot whose commit fails never fails the save: the events are committed") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   Bank bank(t.store, SnapshotPolicy::every_n(1));
   bank.accounts->execute("1", [](Account& a) { a.open("Ann", 0); });
   Account a = bank.accounts->load("1");
@@ -120,7 +114,7 @@ TEST_CASE("a snapshot whose commit fails never fails the save: the events are co
 
 TEST_CASE("after failed snapshot writes, load uses the older snapshot and replays the rest") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   Bank bank(t.store, SnapshotPolicy::every_n(5));
   bank.accounts->execute("1", [](Account& a) { a.open("Ann", 0); });
   for (int i = 0; i < 6; ++i) bank.accounts->execute("1", [&](Account& a) { a.deposit(i + 1); });
@@ -148,7 +142,7 @@ TEST_CASE("after failed snapshot writes, load uses the older snapshot and replay
 
 TEST_CASE("an append that fails in save writes no snapshot and keeps the events pending") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   Bank bank(t.store, SnapshotPolicy::every_n(1));
   bank.accounts->execute("1", [](Account& a) { a.open("Ann", 0); });
   Account a = bank.accounts->load("1");
@@ -188,7 +182,7 @@ TEST_CASE("a load whose snapshot read fails passes over the snapshots and replay
 
 TEST_CASE("a prune whose commit fails deletes no snapshot") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   SnapshotStore snapshots(t.store);
   for (StreamVersion v : {1, 2, 3, 4}) snapshots.save(snapshot_at("a-1", v));
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -201,7 +195,7 @@ TEST_CASE("a prune whose commit fails deletes no snapshot") {
 TEST_CASE(
     "a SnapshotStore whose table cannot be created throws StorageError and a later one works") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
   CHECK_THROWS_AS(SnapshotStore{t.store}, StorageError);
   SnapshotStore snapshots(t.store);

@@ -28,12 +28,6 @@ namespace codes = factum::test::fault_codes;
 
 namespace {
 
-StoreOptions durable() {
-  StoreOptions o;
-  o.durability = Durability::full;
-  return o;
-}
-
 StoreOptions short_busy_timeout() {
   StoreOptions o = TempStore::fast_options();
   o.busy_timeout = std::chrono::milliseconds(100);
@@ -113,7 +107,7 @@ void check_usable_after(TempStore& t, const std::string& stream) {
 
 TEST_CASE("an fsync failure at commit fails the append with StorageError and writes nothing") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.append("account-1", ExpectedVersion::no_stream(), make_events(2));
   const auto batch = make_events(3);
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -224,7 +218,7 @@ TEST_CASE("an I/O error taking the write lock fails the append with StorageError
 
 TEST_CASE("an append_multi whose commit fails writes none of its streams") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.append("from-1", ExpectedVersion::any(), make_event());
   std::vector<StreamAppend> appends{{"from-1", ExpectedVersion::exact(1), make_events(2)},
                                     {"to-1", ExpectedVersion::no_stream(), make_events(2)}};
@@ -243,7 +237,7 @@ TEST_CASE("an append_multi whose commit fails writes none of its streams") {
 
 TEST_CASE("a batch retried after a failed commit lands exactly once") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   const auto batch = make_events(4);
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
   storage_error([&] { t.store.append("order-9", ExpectedVersion::no_stream(), batch); },
@@ -258,7 +252,7 @@ TEST_CASE("a batch retried after a failed commit lands exactly once") {
 
 TEST_CASE("a failed append does not wake on_appended slots") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   std::atomic<int> notified{0};
   boost::signals2::scoped_connection c =
       t.store.on_appended().connect([&](const std::vector<RecordedEvent>&) { ++notified; });
@@ -271,7 +265,7 @@ TEST_CASE("a failed append does not wake on_appended slots") {
 
 TEST_CASE("a commit failure rolls back what on_appending slots wrote with the events") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.write_sql([](Sql& sql) { sql.execute("CREATE TABLE seen (position INTEGER)"); });
   boost::signals2::scoped_connection c = t.store.on_appending().connect([](AppendTransaction& tx) {
     for (const RecordedEvent& e : tx.events()) {
@@ -294,7 +288,7 @@ TEST_CASE("a commit failure rolls back what on_appending slots wrote with the ev
 
 TEST_CASE("a failing checkpoint after a commit does not fail or lose the acknowledged append") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   // The checkpoint (copying the WAL into the database file, after the commit) cannot sync the
   // database file; the appends themselves only sync the WAL.
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, FaultInjection::kForever, FaultFile::main_db);
@@ -315,7 +309,7 @@ TEST_CASE("a failing checkpoint after a commit does not fail or lose the acknowl
 
 TEST_CASE("a group commit that fails fails every append of the group and loses none acknowledged") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   constexpr int kThreads = 8;
   // The first append's slot holds the write lock until every other thread is queued behind
   // it, so they commit as one group; that group's slot arms the fault for its commit.
@@ -384,7 +378,7 @@ TEST_CASE("a group commit that fails fails every append of the group and loses n
 
 TEST_CASE("appends from many threads while commits fail now and then lose nothing acknowledged") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   constexpr int kThreads = 4;
   constexpr int kPerThread = 25;
   // Every third WAL sync fails, for the whole run.
@@ -437,7 +431,7 @@ TEST_CASE("appends from many threads while commits fail now and then lose nothin
 
 TEST_CASE("write_sql whose commit fails rolls back its changes and throws StorageError") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.write_sql([](Sql& sql) {
     sql.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER)");
     sql.execute("INSERT INTO kv VALUES ('a', 1)");
@@ -525,9 +519,9 @@ TEST_CASE("creating a store whose schema commit fails leaves a file that opens a
   TempDir dir;
   const auto path = dir.file("store.db");
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, FaultInjection::kForever, FaultFile::wal);
-  CHECK_THROWS_AS(EventStore::open(path, durable()), StorageError);
+  CHECK_THROWS_AS(EventStore::open(path, TempStore::durable_options()), StorageError);
   fault.clear();
-  EventStore store = EventStore::open(path, durable());
+  EventStore store = EventStore::open(path, TempStore::durable_options());
   CHECK(store.head_position() == 0);
   store.append("a-1", ExpectedVersion::any(), make_event());
   check_intact(store);
@@ -650,7 +644,7 @@ TEST_CASE("a LogWatcher on a failing disk throws StorageError from changed()") {
 // replayed them: the append that threw was in the log after all.
 TEST_CASE("an append whose fsync failed does not reappear when a crash leaves its WAL behind") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.append("a-1", ExpectedVersion::any(), make_event());
   const auto batch = make_events(3);
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -672,13 +666,13 @@ TEST_CASE("an append whose fsync failed does not reappear after a close while th
   const auto path = dir.file("store.db");
   const auto batch = make_events(3);
   {
-    EventStore store = EventStore::open(path, durable());
+    EventStore store = EventStore::open(path, TempStore::durable_options());
     store.append("a-1", ExpectedVersion::any(), make_event());
     fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, FaultInjection::kForever, FaultFile::wal);
     CHECK_THROWS_AS(store.append("a-1", ExpectedVersion::exact(1), batch), StorageError);
   }  // closed while syncs still fail: the WAL cannot be checkpointed and stays
   fault.clear();
-  const EventStore store = EventStore::open(path, durable());
+  const EventStore store = EventStore::open(path, TempStore::durable_options());
   CHECK(store.head_position() == 1);
   CHECK(none_stored(store, batch));
   check_intact(store);
@@ -686,7 +680,7 @@ TEST_CASE("an append whose fsync failed does not reappear after a close while th
 
 TEST_CASE("retrying an append whose fsync failed settles its unknown outcome after a crash") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.append("a-1", ExpectedVersion::any(), make_event());
   const auto batch = make_events(3);
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -706,7 +700,7 @@ TEST_CASE("retrying an append whose fsync failed settles its unknown outcome aft
 TEST_CASE(
     "after a failed commit and a smaller acknowledged one, a crash recovers only the latter") {
   FaultInjection fault;
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   t.store.append("a-1", ExpectedVersion::any(), make_event());
   const auto failed = large_events(6, 5000);
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
@@ -786,7 +780,7 @@ TEST_CASE("an import whose commit fails imports nothing, and the same import the
   source.store.append("a-1", ExpectedVersion::any(), make_events(3));
   source.store.append("b-1", ExpectedVersion::any(), make_events(2));
   const auto exported = source.store.read_all().to_vector();
-  TempStore t(durable());
+  TempStore t(TempStore::durable_options());
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
   storage_error([&] { t.store.import_events(exported); }, StorageError::Kind::io, t.path);
   CHECK(t.store.head_position() == 0);

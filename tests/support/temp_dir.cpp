@@ -26,6 +26,12 @@ StoreOptions TempStore::fast_options() {
   return o;
 }
 
+StoreOptions TempStore::durable_options() {
+  StoreOptions o;
+  o.durability = Durability::full;
+  return o;
+}
+
 TempStore::TempStore(const StoreOptions& options)
     : path(dir.file("store.db")), store(EventStore::open(path, options)) {}
 

@@ -30,6 +30,8 @@ struct TempStore {
   EventStore store;
   // Durability::normal: tests do not need fsync and run much faster without it.
   static StoreOptions fast_options();
+  // Durability::full (an fsync per commit): for tests of what a failed fsync does.
+  static StoreOptions durable_options();
 };
 
 // An event of `type` whose payload is `payload`.
