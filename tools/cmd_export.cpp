@@ -1,7 +1,9 @@
 // tools/cmd_export.cpp — `factum export DB [--from P] [--to P] [--format jsonl] [-o FILE]`: the
 // log as JSON Lines, one event per line (envelope, metadata, payload as base64, hash), in
-// position order, in constant memory. Each event's hash link is checked on the way, so an
-// export is always one `factum import` accepts; a damaged event stops it with exit 3.
+// position order, in constant memory, then one trailer line (event count, head position and
+// hash) written only when every event was exported: import tells a complete export from a cut
+// one by it. Each event's hash link is checked on the way, so an export is always one
+// `factum import` accepts; a damaged event stops it with exit 3, before the trailer.
 #include <signal.h>
 
 #include <atomic>
@@ -110,13 +112,16 @@ int run_export(const ExportOptions& o) {
       bar.update(++count);
     }
   }
-  out.complete();
-  bar.finish();
   if (count < (to >= o.from ? to - o.from + 1 : 0)) {
     throw CliError("the log ended at position " + std::to_string(o.from + count - 1) +
                        " before position " + std::to_string(to) + " (run factum verify)",
                    kDamaged);
   }
+  // Only now, with every event written and checked: a cut or damaged export has no trailer.
+  const ExportTrailer trailer{count, count == 0 ? 0 : to, last};
+  out.write(trailer_to_json(trailer).dump());
+  out.complete();
+  bar.finish();
   if (!o.quiet) {
     if (count == 0) {
       std::cerr << "exported 0 events\n";

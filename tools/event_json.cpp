@@ -137,6 +137,35 @@ Json event_brief_json(const RecordedEvent& e) {
   return j;
 }
 
+Json trailer_to_json(const ExportTrailer& t) {
+  Json inner = Json::object();
+  inner["events"] = t.events;
+  inner["head_position"] = t.head_position;
+  inner["head_hash"] = to_hex(t.head_hash);
+  Json j = Json::object();
+  j["trailer"] = std::move(inner);
+  return j;
+}
+
+bool is_trailer(const Json& j) { return j.is_object() && j.contains("trailer"); }
+
+ExportTrailer trailer_from_json(const Json& j) {
+  const Json& t = field(j, "trailer");
+  if (!t.is_object()) bad("trailer", "is not an object");
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  ExportTrailer out;
+  out.events = unsigned_field(t, "events", kMax);
+  out.head_position = unsigned_field(t, "head_position", kMax);
+  const Json& hash = field(t, "head_hash");
+  try {
+    if (!hash.is_string()) throw InvalidArgument("not a string");
+    out.head_hash = hash_from_hex(hash.get<std::string>());
+  } catch (const Error&) {
+    bad("trailer.head_hash", "is not a SHA-256 hash (64 hexadecimal digits)");
+  }
+  return out;
+}
+
 RecordedEvent event_from_json(const Json& j) {
   if (!j.is_object()) throw CliError("an event must be a JSON object");
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());

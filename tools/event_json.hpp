@@ -15,6 +15,22 @@ Json event_to_json(const RecordedEvent& e);
 // position, stream, version, type, id and recorded_at: for lists of related events (audit).
 Json event_brief_json(const RecordedEvent& e);
 
+// The last line of an export: {"trailer": {"events": N, "head_position": P, "head_hash": H}}.
+// Export writes it only after every event, so an export without it was cut off (or stopped at
+// a damaged event). head_position and head_hash are those of the last exported event (0 and
+// 64 zeros when there is none).
+struct ExportTrailer {
+  std::uint64_t events = 0;
+  Position head_position = 0;
+  Hash head_hash{};
+};
+
+Json trailer_to_json(const ExportTrailer& t);
+// Whether a parsed export line is the trailer (an object with a "trailer" field).
+bool is_trailer(const Json& j);
+// Parses trailer_to_json's output. Throws CliError naming the field that is malformed.
+ExportTrailer trailer_from_json(const Json& j);
+
 // Parses event_to_json's output. previous_hash is left zero. Throws CliError naming the field
 // that is missing or malformed.
 RecordedEvent event_from_json(const Json& j);
