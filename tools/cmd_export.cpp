@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string_view>
 
+#include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
 #include "output.hpp"
@@ -56,10 +58,16 @@ class Output {
   Output& operator=(const Output&) = delete;
 
   void write(const std::string& line) {
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
-        std::fputc('\n', file_) == EOF) {
-      throw CliError("writing the export failed");
-    }
+    put(line);
+    put("\n");
+  }
+  // One event's line, its payload encoded a piece at a time (see event_line).
+  void write(const RecordedEvent& e) {
+    const EventLine line = event_line(e);
+    put(line.before);
+    base64_encode_pieces(e.payload, [this](std::string_view text) { put(text); });
+    put(line.after);
+    put("\n");
   }
   void complete() {
     if (std::fflush(file_) != 0) throw CliError("writing the export failed");
@@ -70,6 +78,11 @@ class Output {
   std::string path_;
   std::FILE* file_ = nullptr;
   bool complete_ = false;
+
+  void put(std::string_view text) {
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
+      throw CliError("writing the export failed");
+  }
 };
 
 // Checks that `e` follows the previously exported event and that its hash matches.
@@ -107,7 +120,7 @@ int run_export(const ExportOptions& o) {
       if (e.position > to) break;
       if (g_interrupted.load()) throw CliError("export interrupted", kInterrupted);
       check_link(e, o.from + count, previous);
-      out.write(event_to_json(e).dump(-1, ' ', false, Json::error_handler_t::strict));
+      out.write(e);
       previous = last = e.hash;
       bar.update(++count);
     }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string_view>
 
 #include "base64.hpp"
 #include "cli.hpp"
@@ -104,7 +106,10 @@ Metadata metadata_value(const Json& j) {
 
 }  // namespace
 
-Json event_to_json(const RecordedEvent& e) {
+namespace {
+
+// The envelope and metadata of event_to_json, without the payload.
+Json envelope_json(const RecordedEvent& e) {
   Json j = Json::object();
   j["position"] = e.position;
   j["stream"] = json_text(e.stream_id);
@@ -121,9 +126,31 @@ Json event_to_json(const RecordedEvent& e) {
   m["actor"] = e.metadata.actor.empty() ? Json(nullptr) : json_text(e.metadata.actor);
   m["values"] = values_json(e.metadata.values);
   j["metadata"] = std::move(m);
+  return j;
+}
+
+}  // namespace
+
+Json event_to_json(const RecordedEvent& e) {
+  Json j = envelope_json(e);
   j["payload"] = base64_encode(e.payload);
   j["hash"] = to_hex(e.hash);
   return j;
+}
+
+EventLine event_line(const RecordedEvent& e) {
+  Json j = envelope_json(e);
+  j["payload"] = "";
+  j["hash"] = to_hex(e.hash);
+  std::string text = j.dump(-1, ' ', false, Json::error_handler_t::strict);
+  // Keys keep their order, so the top-level "payload" is the last field but "hash": the last
+  // match is it (a metadata key "payload" comes earlier, and a quote inside a string is
+  // escaped).
+  static constexpr std::string_view kMark = R"(,"payload":"","hash":")";
+  const std::size_t at = text.rfind(kMark);
+  if (at == std::string::npos) throw std::logic_error("event_line: no payload field");
+  const std::size_t split = at + std::string_view(R"(,"payload":")").size();
+  return EventLine{text.substr(0, split), text.substr(split)};
 }
 
 Json event_brief_json(const RecordedEvent& e) {

@@ -12,6 +12,15 @@ namespace factum::cli {
 
 // Every field of the event, payload as base64, hash as hex (the export format).
 Json event_to_json(const RecordedEvent& e);
+// event_to_json(e) as one line of text, split around the payload's base64: `before` ends with
+// `"payload":"` and `after` starts with the closing quote. Export writes the base64 between
+// them in pieces, so a large payload is never held as text (nor in a Json) whole.
+struct EventLine {
+  std::string before;
+  std::string after;
+};
+EventLine event_line(const RecordedEvent& e);
+
 // position, stream, version, type, id and recorded_at: for lists of related events (audit).
 Json event_brief_json(const RecordedEvent& e);
 
