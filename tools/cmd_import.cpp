@@ -13,7 +13,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
 
+#include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
 #include "output.hpp"
@@ -140,6 +142,7 @@ class LineReader {
                        " bytes, the most an event with a payload of the import's limit takes "
                        "(is this a factum export? see --max-payload-size)");
       }
+      reserve(line, n);
       line.append(start, n);
       pos_ += n;
       read_ += n;
@@ -151,6 +154,14 @@ class LineReader {
       }
     }
   }
+  // A line past 1 MiB gets room for the longest line at once: the pages are only touched as
+  // they are written, and the string is never doubled (its old and new copies resident
+  // together) on the way to the payload size.
+  void reserve(std::string& line, std::size_t n) const {
+    if (line.size() + n > line.capacity() && line.size() + n > kLargeLine) {
+      line.reserve(max_line_);
+    }
+  }
   bool refill() {
     if (buffer_.empty()) buffer_.resize(1u << 16);
     pos_ = 0;
@@ -159,6 +170,7 @@ class LineReader {
     return end_ > 0;
   }
 
+  static constexpr std::size_t kLargeLine = 1u << 20;
   std::FILE* file_ = nullptr;
   bool owned_ = false;
   std::size_t max_line_;
@@ -216,6 +228,28 @@ Json parse_json(const std::string& line, std::uint64_t number) {
   }
 }
 
+// When `line` has export's own layout, ending `,"payload":"<base64>","hash":"<64 hex>"}`: the
+// payload decoded, and its base64 cut from the line (which keeps `"payload":""`), so a large
+// payload is neither parsed as a JSON string nor held as text and bytes at once for long.
+// nullopt (the line unchanged) otherwise: the JSON parser then reads it as any other line.
+std::optional<Bytes> take_payload(std::string& line) {
+  static constexpr std::string_view kPayload = R"(,"payload":")";
+  static constexpr std::string_view kHash = R"(","hash":")";
+  constexpr std::size_t kTail = kHash.size() + 64 + 2;  // the hash's hex digits and "}
+  if (line.size() < kTail || line.compare(line.size() - 2, 2, "\"}") != 0) return std::nullopt;
+  const std::size_t hash_at = line.size() - kTail;
+  if (line.compare(hash_at, kHash.size(), kHash) != 0) return std::nullopt;
+  const std::size_t at = line.rfind(kPayload, hash_at);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + kPayload.size();
+  // No quote between: the string that ends right before the top-level "hash" is the payload.
+  std::optional<Bytes> bytes = base64_decode(std::string_view(line).substr(begin, hash_at - begin));
+  if (!bytes) return std::nullopt;
+  line.erase(begin, hash_at - begin);
+  if (line.capacity() > 2 * line.size() + 4096) line.shrink_to_fit();
+  return bytes;
+}
+
 RecordedEvent parse_event(const Json& j, std::uint64_t number) {
   try {
     return event_from_json(j);
@@ -261,13 +295,20 @@ Loaded load(EventStore& store, const ImportOptions& o) {
       throw CliError(line_prefix(reader.number()) + "follows the export's trailer (line " +
                      std::to_string(loaded.trailer_line) + "), which must be the last line");
     }
+    std::optional<Bytes> payload = take_payload(line);
     Json j = parse_json(line, reader.number());
     if (is_trailer(j)) {
       loaded.trailer = parse_trailer(j, reader.number());
       loaded.trailer_line = reader.number();
       continue;
     }
-    RecordedEvent e = parse_event(std::move(j), reader.number());
+    RecordedEvent e = parse_event(j, reader.number());
+    if (payload) {
+      if (!e.payload.empty()) {
+        throw CliError(line_prefix(reader.number()) + "field 'payload' appears twice");
+      }
+      e.payload = std::move(*payload);
+    }
     batch.bytes += e.payload.size();
     batch.events.push_back(std::move(e));
     batch.lines.push_back(reader.number());
