@@ -258,6 +258,14 @@ RecordedEvent parse_event(const Json& j, std::uint64_t number) {
   }
 }
 
+// The store refuses it too; this says which option raises the limit.
+void check_payload_size(const RecordedEvent& e, const ImportOptions& o, std::uint64_t number) {
+  if (e.payload.size() <= o.max_payload_size) return;
+  throw CliError(line_prefix(number) + "the event at position " + std::to_string(e.position) +
+                 " has a payload of " + std::to_string(e.payload.size()) + " bytes; the limit is " +
+                 std::to_string(o.max_payload_size) + " (--max-payload-size raises it)");
+}
+
 // The limits of a store opened with default options (the stream id length `read` accepts), but
 // for the payload size, which --max-payload-size may raise.
 StoreOptions import_store_options(const ImportOptions& o) {
@@ -309,6 +317,7 @@ Loaded load(EventStore& store, const ImportOptions& o) {
       }
       e.payload = std::move(*payload);
     }
+    check_payload_size(e, o, reader.number());
     batch.bytes += e.payload.size();
     batch.events.push_back(std::move(e));
     batch.lines.push_back(reader.number());

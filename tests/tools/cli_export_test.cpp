@@ -267,7 +267,7 @@ TEST_CASE("import refuses a payload over the store's limit unless --max-payload-
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "line 1: "));
-  CHECK(contains(r.err, "payload of 4194305 bytes; the limit is 4194304"));
+  CHECK(contains(r.err, "payload of 4194305 bytes; the limit is 4194304 (--max-payload-size"));
   CHECK(files_starting(dir.path(), "copy.db").empty());
   r = run_cli({"import", dir.file("copy.db").string(), exported.string(), "--max-payload-size",
                std::to_string(5u << 20)});
