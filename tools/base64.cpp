@@ -1,6 +1,7 @@
 // tools/base64.cpp — base64 encoding and strict decoding (see base64.hpp).
 #include "base64.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -42,6 +43,14 @@ std::string base64_encode(const void* data, std::size_t size) {
     out += '=';
   }
   return out;
+}
+
+void base64_encode_pieces(const Bytes& bytes, const std::function<void(std::string_view)>& write) {
+  constexpr std::size_t kPiece = 3 * 21'846;  // 64 KiB of text, a whole number of 3-byte groups
+  for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
+    const std::string text = base64_encode(bytes.data() + at, std::min(kPiece, bytes.size() - at));
+    write(text);
+  }
 }
 
 std::optional<Bytes> base64_decode(std::string_view text) {

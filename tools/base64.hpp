@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,9 @@ std::string base64_encode(const void* data, std::size_t size);
 inline std::string base64_encode(const Bytes& bytes) {
   return base64_encode(bytes.data(), bytes.size());
 }
+// Encodes `bytes` a piece at a time, handing each piece of text to `write`: what
+// base64_encode(bytes) returns, without holding it whole.
+void base64_encode_pieces(const Bytes& bytes, const std::function<void(std::string_view)>& write);
 // Decodes canonical base64 (padding required, no whitespace); nullopt when malformed.
 std::optional<Bytes> base64_decode(std::string_view text);
 

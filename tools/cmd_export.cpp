@@ -1,7 +1,9 @@
 // tools/cmd_export.cpp — `factum export DB [--from P] [--to P] [--format jsonl] [-o FILE]`: the
 // log as JSON Lines, one event per line (envelope, metadata, payload as base64, hash), in
-// position order, in constant memory. Each event's hash link is checked on the way, so an
-// export is always one `factum import` accepts; a damaged event stops it with exit 3.
+// position order, in constant memory, then one trailer line (event count, head position and
+// hash) written only when every event was exported: import tells a complete export from a cut
+// one by it. Each event's hash link is checked on the way, so an export is always one
+// `factum import` accepts; a damaged event stops it with exit 3, before the trailer.
 #include <signal.h>
 
 #include <atomic>
@@ -9,7 +11,9 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string_view>
 
+#include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
 #include "output.hpp"
@@ -54,10 +58,16 @@ class Output {
   Output& operator=(const Output&) = delete;
 
   void write(const std::string& line) {
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
-        std::fputc('\n', file_) == EOF) {
-      throw CliError("writing the export failed");
-    }
+    put(line);
+    put("\n");
+  }
+  // One event's line, its payload encoded a piece at a time (see event_line).
+  void write(const RecordedEvent& e) {
+    const EventLine line = event_line(e);
+    put(line.before);
+    base64_encode_pieces(e.payload, [this](std::string_view text) { put(text); });
+    put(line.after);
+    put("\n");
   }
   void complete() {
     if (std::fflush(file_) != 0) throw CliError("writing the export failed");
@@ -68,6 +78,11 @@ class Output {
   std::string path_;
   std::FILE* file_ = nullptr;
   bool complete_ = false;
+
+  void put(std::string_view text) {
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
+      throw CliError("writing the export failed");
+  }
 };
 
 // Checks that `e` follows the previously exported event and that its hash matches.
@@ -105,18 +120,21 @@ int run_export(const ExportOptions& o) {
       if (e.position > to) break;
       if (g_interrupted.load()) throw CliError("export interrupted", kInterrupted);
       check_link(e, o.from + count, previous);
-      out.write(event_to_json(e).dump(-1, ' ', false, Json::error_handler_t::strict));
+      out.write(e);
       previous = last = e.hash;
       bar.update(++count);
     }
   }
-  out.complete();
-  bar.finish();
   if (count < (to >= o.from ? to - o.from + 1 : 0)) {
     throw CliError("the log ended at position " + std::to_string(o.from + count - 1) +
                        " before position " + std::to_string(to) + " (run factum verify)",
                    kDamaged);
   }
+  // Only now, with every event written and checked: a cut or damaged export has no trailer.
+  const ExportTrailer trailer{count, count == 0 ? 0 : to, last};
+  out.write(trailer_to_json(trailer).dump());
+  out.complete();
+  bar.finish();
   if (!o.quiet) {
     if (count == 0) {
       std::cerr << "exported 0 events\n";

@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string_view>
 
+#include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
 #include "output.hpp"
@@ -25,14 +29,25 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kBatchEvents = 1000;
 constexpr std::size_t kBatchBytes = 16u << 20;
+// What a line holds besides its payload's base64: the envelope, metadata, hash and JSON syntax.
+constexpr std::size_t kLineOverhead = 1u << 20;
+// The largest --max-payload-size: SQLite's own limit on a value.
+constexpr std::size_t kMaxPayloadSize = 1u << 30;
 
 struct ImportOptions {
   std::string db;
   std::string input = "-";
   std::string head;
   std::string format = "jsonl";
+  std::size_t max_payload_size = StoreOptions{}.max_payload_size;
+  bool allow_prefix = false;
   bool quiet = false;
 };
+
+// The longest line an event with a payload of `max_payload` bytes can take in an export.
+std::size_t max_line_length(std::size_t max_payload) {
+  return (max_payload + 2) / 3 * 4 + kLineOverhead;
+}
 
 std::atomic<bool> g_interrupted{false};
 void on_interrupt(int) { g_interrupted.store(true); }
@@ -73,28 +88,35 @@ class TempStoreFile {
   bool kept_ = false;
 };
 
-// Reads the export line by line: from a file (with its size, for the progress bar) or stdin.
+std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
+
+// Reads the export line by line, from a file (with its size, for the progress bar) or stdin.
+// A line is bounded: one longer than `max_line` bytes is refused as soon as it passes the bound,
+// without reading the rest of it into memory.
 class LineReader {
  public:
-  explicit LineReader(const std::string& path) {
+  LineReader(const std::string& path, std::size_t max_line) : max_line_(max_line) {
     if (path == "-") {
-      in_ = &std::cin;
+      file_ = stdin;
       return;
     }
     if (!fs::is_regular_file(path)) throw CliError("'" + path + "': no such file");
-    file_.open(path, std::ios::binary);
-    if (!file_) throw CliError("cannot read '" + path + "'");
+    file_ = std::fopen(path.c_str(), "rb");
+    if (file_ == nullptr) throw CliError("cannot read '" + path + "'");
+    owned_ = true;
     size_ = static_cast<std::uint64_t>(fs::file_size(path));
-    in_ = &file_;
   }
+  ~LineReader() {
+    if (owned_) std::fclose(file_);
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
   // The next non-blank line; false at the end.
   bool next(std::string& line) {
-    while (std::getline(*in_, line)) {
-      ++number_;
-      read_ += line.size() + 1;
+    while (read_line(line)) {
       if (line.find_first_not_of(" \t\r") != std::string::npos) return true;
     }
-    if (in_->bad()) throw CliError("reading the export failed");
     return false;
   }
   std::uint64_t number() const noexcept { return number_; }
@@ -102,8 +124,59 @@ class LineReader {
   std::uint64_t size() const noexcept { return size_; }
 
  private:
-  std::ifstream file_;
-  std::istream* in_ = nullptr;
+  // One line without its '\n'; false at the end of the input.
+  bool read_line(std::string& line) {
+    line.clear();
+    bool any = false;
+    for (;;) {
+      if (pos_ == end_ && !refill()) {
+        if (any) ++number_;
+        return any;
+      }
+      any = true;
+      const char* start = buffer_.data() + pos_;
+      const void* nl = std::memchr(start, '\n', end_ - pos_);
+      const std::size_t n = nl ? static_cast<const char*>(nl) - start : end_ - pos_;
+      if (line.size() + n > max_line_) {
+        throw CliError(line_prefix(number_ + 1) + "longer than " + std::to_string(max_line_) +
+                       " bytes, the most an event with a payload of the import's limit takes "
+                       "(is this a factum export? see --max-payload-size)");
+      }
+      reserve(line, n);
+      line.append(start, n);
+      pos_ += n;
+      read_ += n;
+      if (nl) {
+        ++pos_;
+        ++read_;
+        ++number_;
+        return true;
+      }
+    }
+  }
+  // A line past 1 MiB gets room for the longest line at once: the pages are only touched as
+  // they are written, and the string is never doubled (its old and new copies resident
+  // together) on the way to the payload size.
+  void reserve(std::string& line, std::size_t n) const {
+    if (line.size() + n > line.capacity() && line.size() + n > kLargeLine) {
+      line.reserve(max_line_);
+    }
+  }
+  bool refill() {
+    if (buffer_.empty()) buffer_.resize(1u << 16);
+    pos_ = 0;
+    end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+    if (end_ == 0 && std::ferror(file_)) throw CliError("reading the export failed");
+    return end_ > 0;
+  }
+
+  static constexpr std::size_t kLargeLine = 1u << 20;
+  std::FILE* file_ = nullptr;
+  bool owned_ = false;
+  std::size_t max_line_;
+  std::vector<char> buffer_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = 0;
   std::uint64_t size_ = 0;
   std::uint64_t number_ = 0;
   std::uint64_t read_ = 0;
@@ -120,8 +193,6 @@ struct Batch {
     bytes = 0;
   }
 };
-
-std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
 
 // factum's message without its "factum: " prefix (the CLI adds its own).
 std::string bare(const std::exception& e) {
@@ -149,31 +220,78 @@ void import_batch(EventStore& store, Batch& batch) {
   batch.clear();
 }
 
-RecordedEvent parse_line(const std::string& line, std::uint64_t number) {
+Json parse_json(const std::string& line, std::uint64_t number) {
   try {
-    return event_from_json(Json::parse(line));
+    return Json::parse(line);
   } catch (const Json::parse_error&) {
     throw CliError(line_prefix(number) + "not a JSON object (is this a factum export?)");
+  }
+}
+
+// When `line` has export's own layout, ending `,"payload":"<base64>","hash":"<64 hex>"}`: the
+// payload decoded, and its base64 cut from the line (which keeps `"payload":""`), so a large
+// payload is neither parsed as a JSON string nor held as text and bytes at once for long.
+// nullopt (the line unchanged) otherwise: the JSON parser then reads it as any other line.
+std::optional<Bytes> take_payload(std::string& line) {
+  static constexpr std::string_view kPayload = R"(,"payload":")";
+  static constexpr std::string_view kHash = R"(","hash":")";
+  constexpr std::size_t kTail = kHash.size() + 64 + 2;  // the hash's hex digits and "}
+  if (line.size() < kTail || line.compare(line.size() - 2, 2, "\"}") != 0) return std::nullopt;
+  const std::size_t hash_at = line.size() - kTail;
+  if (line.compare(hash_at, kHash.size(), kHash) != 0) return std::nullopt;
+  const std::size_t at = line.rfind(kPayload, hash_at);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + kPayload.size();
+  // No quote between: the string that ends right before the top-level "hash" is the payload.
+  std::optional<Bytes> bytes = base64_decode(std::string_view(line).substr(begin, hash_at - begin));
+  if (!bytes) return std::nullopt;
+  line.erase(begin, hash_at - begin);
+  if (line.capacity() > 2 * line.size() + 4096) line.shrink_to_fit();
+  return bytes;
+}
+
+RecordedEvent parse_event(const Json& j, std::uint64_t number) {
+  try {
+    return event_from_json(j);
   } catch (const CliError& e) {
     throw CliError(line_prefix(number) + e.what());
   }
 }
 
-StoreOptions import_store_options() {
+// The store refuses it too; this says which option raises the limit.
+void check_payload_size(const RecordedEvent& e, const ImportOptions& o, std::uint64_t number) {
+  if (e.payload.size() <= o.max_payload_size) return;
+  throw CliError(line_prefix(number) + "the event at position " + std::to_string(e.position) +
+                 " has a payload of " + std::to_string(e.payload.size()) + " bytes; the limit is " +
+                 std::to_string(o.max_payload_size) + " (--max-payload-size raises it)");
+}
+
+// The limits of a store opened with default options (the stream id length `read` accepts), but
+// for the payload size, which --max-payload-size may raise.
+StoreOptions import_store_options(const ImportOptions& o) {
   StoreOptions options;
   options.durability = Durability::normal;  // the file is synced when it is closed
-  options.max_payload_size = 1u << 30;      // what another store accepted (SQLite's own limit)
-  options.max_stream_id_length = 1u << 16;
+  options.max_payload_size = o.max_payload_size;
   return options;
 }
 
 struct Loaded {
   std::uint64_t events = 0;
   Head head;
+  std::optional<ExportTrailer> trailer;
+  std::uint64_t trailer_line = 0;
 };
 
+ExportTrailer parse_trailer(const Json& j, std::uint64_t number) {
+  try {
+    return trailer_from_json(j);
+  } catch (const CliError& e) {
+    throw CliError(line_prefix(number) + e.what());
+  }
+}
+
 Loaded load(EventStore& store, const ImportOptions& o) {
-  LineReader reader(o.input);
+  LineReader reader(o.input, max_line_length(o.max_payload_size));
   Progress bar("import", reader.size(), "bytes");
   Batch batch;
   Loaded loaded;
@@ -181,7 +299,25 @@ Loaded load(EventStore& store, const ImportOptions& o) {
   while (reader.next(line)) {
     if (g_interrupted.load())
       throw CliError("import interrupted; nothing was written", kInterrupted);
-    RecordedEvent e = parse_line(line, reader.number());
+    if (loaded.trailer) {
+      throw CliError(line_prefix(reader.number()) + "follows the export's trailer (line " +
+                     std::to_string(loaded.trailer_line) + "), which must be the last line");
+    }
+    std::optional<Bytes> payload = take_payload(line);
+    Json j = parse_json(line, reader.number());
+    if (is_trailer(j)) {
+      loaded.trailer = parse_trailer(j, reader.number());
+      loaded.trailer_line = reader.number();
+      continue;
+    }
+    RecordedEvent e = parse_event(j, reader.number());
+    if (payload) {
+      if (!e.payload.empty()) {
+        throw CliError(line_prefix(reader.number()) + "field 'payload' appears twice");
+      }
+      e.payload = std::move(*payload);
+    }
+    check_payload_size(e, o, reader.number());
     batch.bytes += e.payload.size();
     batch.events.push_back(std::move(e));
     batch.lines.push_back(reader.number());
@@ -197,7 +333,31 @@ Loaded load(EventStore& store, const ImportOptions& o) {
   return loaded;
 }
 
+// The export must end with a trailer that matches what was imported: without one it was cut off
+// (or stopped at a damaged event), and only --allow-prefix accepts that.
+void check_trailer(const Loaded& loaded, const ImportOptions& o) {
+  if (!loaded.trailer) {
+    if (o.allow_prefix) return;
+    throw CliError("the export has no trailer after its " + std::to_string(loaded.events) +
+                       " events: it was cut off, or its log is damaged (--allow-prefix imports "
+                       "it anyway)",
+                   kDamaged);
+  }
+  const ExportTrailer& t = *loaded.trailer;
+  if (t.events != loaded.events || t.head_position != loaded.head.position ||
+      t.head_hash != loaded.head.hash) {
+    throw CliError("line " + std::to_string(loaded.trailer_line) + ": the trailer names " +
+                       std::to_string(t.events) + " events ending at position " +
+                       std::to_string(t.head_position) + " with hash " + to_hex(t.head_hash) +
+                       ", but the export holds " + std::to_string(loaded.events) +
+                       " ending at position " + std::to_string(loaded.head.position) +
+                       " with hash " + to_hex(loaded.head.hash),
+                   kDamaged);
+  }
+}
+
 void verify_imported(const EventStore& store, const Loaded& loaded, const ImportOptions& o) {
+  check_trailer(loaded, o);
   if (!o.head.empty() && hash_from_hex(o.head) != loaded.head.hash) {
     throw CliError("the export ends at position " + std::to_string(loaded.head.position) +
                        " with hash " + to_hex(loaded.head.hash) + ", not the expected head " +
@@ -226,14 +386,15 @@ int run_import(const ImportOptions& o) {
   TempStoreFile temp(o.db);
   Loaded loaded;
   {
-    EventStore store = EventStore::open(temp.path(), import_store_options());
+    EventStore store = EventStore::open(temp.path(), import_store_options(o));
     loaded = load(store, o);
     verify_imported(store, loaded, o);
   }  // closed: the WAL is checkpointed into the file
   temp.move_to(o.db);
   if (!o.quiet) {
     std::cerr << "imported " << loaded.events << " events into '" << o.db << "'; head "
-              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified\n";
+              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
+              << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
   }
   return kOk;
 }
@@ -252,6 +413,13 @@ void add_import_command(CLI::App& app, Action& action) {
       ->check(hash_validator());
   cmd->add_option("--format", o->format, "Input format (only jsonl)")
       ->check(CLI::IsMember({"jsonl"}));
+  cmd->add_flag("--allow-prefix", o->allow_prefix,
+                "Accept an export without its trailer (cut off, or stopped at a damaged event): "
+                "import the events it holds");
+  cmd->add_option("--max-payload-size", o->max_payload_size,
+                  "Largest payload accepted, in bytes (default 4194304, the store's default; at "
+                  "most 1 GiB); it also bounds the length of a line")
+      ->check(CLI::Range(std::size_t{1}, kMaxPayloadSize));
   cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
   cmd->callback([&action, o] { action = [o] { return run_import(*o); }; });
 }

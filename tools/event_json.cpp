@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string_view>
 
 #include "base64.hpp"
 #include "cli.hpp"
@@ -104,7 +106,10 @@ Metadata metadata_value(const Json& j) {
 
 }  // namespace
 
-Json event_to_json(const RecordedEvent& e) {
+namespace {
+
+// The envelope and metadata of event_to_json, without the payload.
+Json envelope_json(const RecordedEvent& e) {
   Json j = Json::object();
   j["position"] = e.position;
   j["stream"] = json_text(e.stream_id);
@@ -121,9 +126,31 @@ Json event_to_json(const RecordedEvent& e) {
   m["actor"] = e.metadata.actor.empty() ? Json(nullptr) : json_text(e.metadata.actor);
   m["values"] = values_json(e.metadata.values);
   j["metadata"] = std::move(m);
+  return j;
+}
+
+}  // namespace
+
+Json event_to_json(const RecordedEvent& e) {
+  Json j = envelope_json(e);
   j["payload"] = base64_encode(e.payload);
   j["hash"] = to_hex(e.hash);
   return j;
+}
+
+EventLine event_line(const RecordedEvent& e) {
+  Json j = envelope_json(e);
+  j["payload"] = "";
+  j["hash"] = to_hex(e.hash);
+  std::string text = j.dump(-1, ' ', false, Json::error_handler_t::strict);
+  // Keys keep their order, so the top-level "payload" is the last field but "hash": the last
+  // match is it (a metadata key "payload" comes earlier, and a quote inside a string is
+  // escaped).
+  static constexpr std::string_view kMark = R"(,"payload":"","hash":")";
+  const std::size_t at = text.rfind(kMark);
+  if (at == std::string::npos) throw std::logic_error("event_line: no payload field");
+  const std::size_t split = at + std::string_view(R"(,"payload":")").size();
+  return EventLine{text.substr(0, split), text.substr(split)};
 }
 
 Json event_brief_json(const RecordedEvent& e) {
@@ -135,6 +162,35 @@ Json event_brief_json(const RecordedEvent& e) {
   j["id"] = e.id.to_string();
   j["recorded_at"] = format_time(e.recorded_at);
   return j;
+}
+
+Json trailer_to_json(const ExportTrailer& t) {
+  Json inner = Json::object();
+  inner["events"] = t.events;
+  inner["head_position"] = t.head_position;
+  inner["head_hash"] = to_hex(t.head_hash);
+  Json j = Json::object();
+  j["trailer"] = std::move(inner);
+  return j;
+}
+
+bool is_trailer(const Json& j) { return j.is_object() && j.contains("trailer"); }
+
+ExportTrailer trailer_from_json(const Json& j) {
+  const Json& t = field(j, "trailer");
+  if (!t.is_object()) bad("trailer", "is not an object");
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  ExportTrailer out;
+  out.events = unsigned_field(t, "events", kMax);
+  out.head_position = unsigned_field(t, "head_position", kMax);
+  const Json& hash = field(t, "head_hash");
+  try {
+    if (!hash.is_string()) throw InvalidArgument("not a string");
+    out.head_hash = hash_from_hex(hash.get<std::string>());
+  } catch (const Error&) {
+    bad("trailer.head_hash", "is not a SHA-256 hash (64 hexadecimal digits)");
+  }
+  return out;
 }
 
 RecordedEvent event_from_json(const Json& j) {

@@ -12,8 +12,33 @@ namespace factum::cli {
 
 // Every field of the event, payload as base64, hash as hex (the export format).
 Json event_to_json(const RecordedEvent& e);
+// event_to_json(e) as one line of text, split around the payload's base64: `before` ends with
+// `"payload":"` and `after` starts with the closing quote. Export writes the base64 between
+// them in pieces, so a large payload is never held as text (nor in a Json) whole.
+struct EventLine {
+  std::string before;
+  std::string after;
+};
+EventLine event_line(const RecordedEvent& e);
+
 // position, stream, version, type, id and recorded_at: for lists of related events (audit).
 Json event_brief_json(const RecordedEvent& e);
+
+// The last line of an export: {"trailer": {"events": N, "head_position": P, "head_hash": H}}.
+// Export writes it only after every event, so an export without it was cut off (or stopped at
+// a damaged event). head_position and head_hash are those of the last exported event (0 and
+// 64 zeros when there is none).
+struct ExportTrailer {
+  std::uint64_t events = 0;
+  Position head_position = 0;
+  Hash head_hash{};
+};
+
+Json trailer_to_json(const ExportTrailer& t);
+// Whether a parsed export line is the trailer (an object with a "trailer" field).
+bool is_trailer(const Json& j);
+// Parses trailer_to_json's output. Throws CliError naming the field that is malformed.
+ExportTrailer trailer_from_json(const Json& j);
 
 // Parses event_to_json's output. previous_hash is left zero. Throws CliError naming the field
 // that is missing or malformed.
