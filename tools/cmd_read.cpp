@@ -97,7 +97,9 @@ class EventPrinter {
   EventPrinter(bool json, bool with_stream) : with_stream_(with_stream) {
     if (!json) table_.emplace(event_columns(with_stream));
   }
+  // Prints `e`, or throws CliError (exit 3) when its hash does not match.
   void print(const RecordedEvent& e) {
+    require_intact(e);
     if (table_) {
       table_->add(event_cells(e, with_stream_));
     } else {

@@ -32,6 +32,14 @@ EventStore open_read_only(const std::string& path) { return open_existing(path, 
 
 EventStore open_writable(const std::string& path) { return open_existing(path, false); }
 
+void require_intact(const RecordedEvent& event) {
+  if (!hash_matches(event)) {
+    throw CliError("the event at position " + std::to_string(event.position) +
+                       " does not match its hash (run factum verify)",
+                   kDamaged);
+  }
+}
+
 std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql) {
   std::optional<std::int64_t> out;
   store.read_sql([&](Sql& s) { out = s.query_integer(sql); });

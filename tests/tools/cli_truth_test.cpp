@@ -1,0 +1,76 @@
+// The factum command line tells the truth (issue 13): commands that show events check each
+// event's hash, output errors are reported, numeric options are range-checked, damaged stores
+// are called damaged, and checkpoint reset never skips events silently.
+#include <atomic>
+#include <regex>
+#include <thread>
+
+#include "cli_fixture.hpp"
+
+namespace factum::test {
+namespace {
+
+// The sample store with a subscription checkpoint "mailer" at position 5.
+struct CheckpointedStore : SampleStore {
+  CheckpointedStore() {
+    EventStore store = EventStore::open(path, TempStore::fast_options());
+    CheckpointStore(store).save("mailer", 5);
+  }
+  Position checkpoint(const std::string& name) const {
+    StoreOptions options;
+    options.read_only = true;
+    EventStore store = EventStore::open(path, options);
+    return CheckpointStore(store).load(name);
+  }
+};
+
+// --- commands that show events check them --------------------------------------------------
+
+TEST_CASE("read and tail stop at an event whose hash does not match, exit 3 naming it") {
+  SampleStore s;
+  s.tamper("UPDATE events SET actor = 'mallory' WHERE position = 2;");
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"read", s.file(), "account-1"},
+           {"read", s.file(), "account-1", "--json"},
+           {"read", s.file(), "account-1", "--backward"},
+           {"tail", s.file()},
+           {"tail", s.file(), "--json"},
+           {"tail", s.file(), "--follow", "--timeout", "5", "--json"}}) {
+    CAPTURE(args);
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 3);
+    CHECK(one_line_error(r));
+    CHECK(contains(r.err, "the event at position 2 does not match its hash"));
+    CHECK_FALSE(contains(r.out, sid(2)));  // never printed as if it were intact
+  }
+  // The events before it are printed; the error names the first bad one.
+  const CliResult r = run_cli({"read", s.file(), "account-1", "--json"});
+  REQUIRE(lines_of(r.out).size() == 1);
+  CHECK(Json::parse(lines_of(r.out)[0])["id"] == sid(1));
+}
+
+TEST_CASE("tail --follow stops at a new event whose hash does not match, exit 3") {
+  SampleStore s;
+  CliProcess tail(
+      {"tail", s.file(), "-n", "1", "--follow", "--timeout", "15", "--interval", "20", "--json"});
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (tail.out_so_far().empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // A forged event 9, committed behind factum's back: event 8's row with a new id and version.
+  s.tamper(
+      "INSERT INTO events (position, stream_key, stream_version, event_id, type, schema_version, "
+      "payload, correlation_id, causation_id, compensates, actor, extra, recorded_at, hash) "
+      "SELECT 9, stream_key, 4, X'0190f5a27c3e7a118b22000000000999', type, schema_version, "
+      "payload, correlation_id, causation_id, NULL, actor, extra, recorded_at, hash "
+      "FROM events WHERE position = 8;");
+  const CliResult r = tail.wait();
+  CHECK(r.code == 3);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "position 9"));
+  REQUIRE(lines_of(r.out).size() == 1);
+  CHECK(Json::parse(lines_of(r.out)[0])["position"] == 8);
+}
+
+}  // namespace
+}  // namespace factum::test
