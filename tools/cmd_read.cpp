@@ -106,9 +106,10 @@ class EventPrinter {
       print_json_line(event_to_json(e));
     }
   }
+  // Throws CliError when stdout failed (a full disk).
   void flush() {
     if (table_) table_->flush();
-    std::fflush(stdout);
+    flush_output(stdout);
   }
 
  private:

@@ -10,6 +10,7 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
+#include "output.hpp"
 
 namespace factum::cli {
 namespace {
@@ -29,9 +30,22 @@ void print_error(std::string message) {
   std::cerr << "factum: " << message << std::endl;
 }
 
+// Runs the command, then checks that all it printed reached stdout: an output error (a full
+// disk, /dev/full) turns exit 0 into 1, and never goes unsaid.
+int run_and_flush(const Action& action) {
+  const int code = action();
+  try {
+    flush_output(stdout);
+  } catch (const CliError& e) {
+    print_error(e.what());
+    return code == kOk ? kError : code;
+  }
+  return code;
+}
+
 int run(const Action& action) {
   try {
-    return action();
+    return run_and_flush(action);
   } catch (const CliError& e) {
     print_error(e.what());
     return e.code();
@@ -115,7 +129,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kOk : kUsage;
+    const int code = app.exit(e) == 0 ? kOk : kUsage;
+    try {
+      flush_output(stdout);  // --help into a full disk
+    } catch (const CliError& error) {
+      std::cerr << "factum: " << error.what() << std::endl;
+      return code == kOk ? kError : code;
+    }
+    return code;
   }
   return action ? run(action) : kUsage;
 }

@@ -72,5 +72,61 @@ TEST_CASE("tail --follow stops at a new event whose hash does not match, exit 3"
   CHECK(Json::parse(lines_of(r.out)[0])["position"] == 8);
 }
 
+// --- output errors ---------------------------------------------------------------------------
+
+CliResult run_into_dev_full(const std::vector<std::string>& args) {
+  CliOptions options;
+  options.output = "/dev/full";
+  return run_cli(args, options);
+}
+
+TEST_CASE("commands writing into a full disk exit 1 and say why") {
+  CheckpointedStore s;
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"read", s.file(), "account-1"},
+                                             {"read", s.file(), "account-1", "--json"},
+                                             {"tail", s.file()},
+                                             {"tail", s.file(), "--json"},
+                                             {"info", s.file()},
+                                             {"info", s.file(), "--json"},
+                                             {"verify", s.file()},
+                                             {"verify", s.file(), "--json"},
+                                             {"stats", s.file()},
+                                             {"streams", s.file()},
+                                             {"projections", s.file()},
+                                             {"audit", s.file(), "--event", sid(1)},
+                                             {"tail", s.file(), "-n", "0", "--follow"},
+                                             {"--help"}}) {
+    CAPTURE(args);
+    const CliResult r = run_into_dev_full(args);
+    CHECK(r.code == 1);
+    CHECK(one_line_error(r));
+    CHECK(contains(r.err, "cannot write to stdout: no space left on device"));
+  }
+}
+
+TEST_CASE("tail --follow --json into a full disk stops at the first new event with exit 1") {
+  SampleStore s;
+  CliOptions options;
+  options.output = "/dev/full";
+  CliProcess tail(
+      {"tail", s.file(), "-n", "0", "--follow", "--timeout", "15", "--interval", "20", "--json"},
+      options);
+  // Appends until tail has exited (it may start following after the first appends).
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    EventStore store = EventStore::open(s.path, TempStore::fast_options());
+    while (!done.load()) {
+      store.append("account-2", ExpectedVersion::any(), make_events(1, "late"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const CliResult r = tail.wait(std::chrono::seconds(14));
+  done = true;
+  writer.join();
+  CHECK(r.code == 1);
+  CHECK(contains(r.err, "no space left on device"));
+}
+
 }  // namespace
 }  // namespace factum::test
