@@ -193,7 +193,8 @@ void add_projection_commands(CLI::App& app, Action& action) {
       "reset", "Move a checkpoint back (to 0 by default): its consumer replays from there");
   cmd->add_option("DB", reset->db, "The store file")->required();
   cmd->add_option("NAME", reset->name, "The checkpoint's name")->required();
-  cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)");
+  cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)")
+      ->check(whole_number(0));
   cmd->add_flag("--force", reset->force, "Also reset a projection's own checkpoint");
   add_json_flag(*cmd, reset->json);
   cmd->callback([&action, reset] { action = [reset] { return run_reset(*reset); }; });

@@ -1,6 +1,8 @@
 // tools/main.cpp — the `factum` program: builds the command line from the command groups,
 // parses it with CLI11, runs the selected command and turns every failure into a one-line
 // message on stderr and a documented exit code (docs/cli.md).
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -67,7 +69,42 @@ int run(const Action& action) {
   }
 }
 
+// `text` for an error message: cut at 24 characters, so a 400-digit argument stays one line.
+std::string shown_argument(const std::string& text) {
+  return "'" + (text.size() > 24 ? text.substr(0, 24) + "..." : text) + "'";
+}
+
 }  // namespace
+
+CLI::Validator whole_number(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max) {
+          return shown_argument(text) + " is not a whole number from " + std::to_string(min) +
+                 " to " + std::to_string(max);
+        }
+        return {};
+      },
+      "");
+}
+
+CLI::Validator seconds(double max, const std::string& max_text) {
+  return CLI::Validator(
+      [max, max_text](std::string& text) -> std::string {
+        double value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < 0 ||
+            value > max) {
+          return shown_argument(text) + " is not a number of seconds from 0 to " + max_text;
+        }
+        return {};
+      },
+      "");
+}
 
 CLI::Option* add_db_argument(CLI::App& command, std::string& path) {
   return command.add_option("DB", path, "The store file")->required();

@@ -128,5 +128,64 @@ TEST_CASE("tail --follow --json into a full disk stops at the first new event wi
   CHECK(contains(r.err, "no space left on device"));
 }
 
+// --- numeric options -------------------------------------------------------------------------
+
+TEST_CASE("numeric options out of range are usage errors with a short message") {
+  CheckpointedStore s;
+  const std::string f = s.file();
+  const std::regex long_number("[0-9]{25}");
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"read", f, "account-1", "--from", "-1"},
+           {"read", f, "account-1", "--from", "0"},
+           {"read", f, "account-1", "--limit", "-1"},
+           {"read", f, "account-1", "--limit", "99999999999999999999999"},
+           {"read", f, "account-1", "--limit", "1.5"},
+           {"read", f, "account-1", "--from", "9223372036854775808"},
+           {"tail", f, "-n", "-5"},
+           {"tail", f, "--lines", "18446744073709551616"},
+           {"tail", f, "--follow", "--limit", "-1"},
+           {"tail", f, "--follow", "--timeout", "1e10"},
+           {"tail", f, "--follow", "--timeout", "NaN"},
+           {"tail", f, "--follow", "--timeout", "inf"},
+           {"tail", f, "--follow", "--timeout", "-1"},
+           {"tail", f, "--follow", "--timeout", "1e400"},
+           {"tail", f, "--follow", "--interval", "0"},
+           {"tail", f, "--follow", "--interval", "1e400"},
+           {"tail", f, "--follow", "--interval", "-20"},
+           {"audit", f, "--position", "-1"},
+           {"audit", f, "--position", "1", "--limit", "-1"},
+           {"checkpoint", "reset", f, "mailer", "--to", "-1"}}) {
+    CAPTURE(args);
+    const auto started = std::chrono::steady_clock::now();
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, " is not a "));
+    CHECK(r.err.size() < 300);
+    CHECK_FALSE(std::regex_search(r.err, long_number));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+  }
+  CHECK(s.checkpoint("mailer") == 5);
+}
+
+TEST_CASE("numeric options in range are taken as given") {
+  CheckpointedStore s;
+  const CliResult limited = run_cli({"read", s.file(), "account-1", "--limit", "2", "--json"});
+  CHECK(limited.code == 0);
+  CHECK(lines_of(limited.out).size() == 2);
+  const CliResult huge =
+      run_cli({"read", s.file(), "account-1", "--limit", "9223372036854775807", "--json"});
+  CHECK(huge.code == 0);
+  CHECK(lines_of(huge.out).size() == 3);
+  const CliResult none = run_cli({"tail", s.file(), "-n", "0", "--json"});
+  CHECK(none.code == 0);
+  CHECK(none.out.empty());
+  const auto started = std::chrono::steady_clock::now();
+  const CliResult timed =
+      run_cli({"tail", s.file(), "-n", "0", "--follow", "--timeout", "0.5", "--interval", "20"});
+  CHECK(timed.code == 0);
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(500));
+}
+
 }  // namespace
 }  // namespace factum::test
