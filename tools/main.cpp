@@ -19,8 +19,10 @@ namespace {
 
 constexpr const char* kFooter =
     "Exit status: 0 ok; 1 error (missing file, not a factum store, unknown stream or event, bad "
-    "input); 2 usage; 3 the log is damaged (verify found a break, or a command met a corrupt "
-    "event); 130 interrupted.\nEvery command but import and checkpoint reset opens the store "
+    "input, output not written); 2 usage (also a numeric option out of its range); 3 the log is "
+    "damaged (verify found a break, a command met an event whose hash does not match, or the "
+    "file is corrupt); 130 interrupted.\nEvery command but import and checkpoint reset opens the "
+    "store "
     "read-only. See docs/cli.md.";
 
 // "factum: <message>" on one line (factum's own messages already start with "factum: ").
@@ -54,6 +56,10 @@ int run(const Action& action) {
   } catch (const CorruptEventError& e) {
     print_error(std::string(e.what()) + " (run factum verify)");
     return kDamaged;
+  } catch (const StorageError& e) {
+    // A damaged file (SQLite: corrupt, malformed, a factum table missing) is a damaged log.
+    print_error(e.what());
+    return e.kind() == StorageError::Kind::corrupt ? kDamaged : kError;
   } catch (const Error& e) {
     print_error(e.what());
     return kError;

@@ -16,6 +16,11 @@ void check_path(const std::string& path) {
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) throw CliError("'" + path + "': no such file");
   if (fs::is_directory(status)) throw CliError("'" + path + "' is a directory, not a store file");
+  if (!fs::is_regular_file(status)) {
+    throw CliError("'" + path +
+                   "' is not a regular file (a device, a pipe or a socket), so not a " +
+                   "factum store");
+  }
 }
 
 EventStore open_existing(const std::string& path, bool read_only) {

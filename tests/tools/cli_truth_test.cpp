@@ -187,5 +187,70 @@ TEST_CASE("numeric options in range are taken as given") {
   CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(500));
 }
 
+// --- damaged stores ------------------------------------------------------------------------
+
+void truncate_file(const std::filesystem::path& file, std::uintmax_t size) {
+  std::filesystem::resize_file(file, size);
+}
+
+TEST_CASE("a truncated store is damaged, exit 3, never 'not a SQLite database'") {
+  for (std::uintmax_t size : {50u, 1000u, 8192u}) {
+    CAPTURE(size);
+    SampleStore s;
+    truncate_file(s.path, size);
+    for (const char* command : {"info", "verify", "tail"}) {
+      CAPTURE(command);
+      const CliResult r = run_cli({command, s.file()});
+      CHECK(r.code == 3);
+      CHECK(one_line_error(r));
+      CHECK(contains(r.err, "damaged"));
+      CHECK_FALSE(contains(r.err, "not a SQLite database"));
+    }
+  }
+}
+
+TEST_CASE("a store with overwritten pages is damaged, exit 3") {
+  SampleStore s;
+  {
+    std::fstream f(s.path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    const std::string garbage(3 * 4096, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  for (const char* command : {"verify", "tail", "stats"}) {
+    CAPTURE(command);
+    const CliResult r = run_cli({command, s.file()});
+    CHECK(r.code == 3);
+    CHECK(one_line_error(r));
+    CHECK(contains(r.err, "damaged"));
+  }
+}
+
+TEST_CASE("a store whose streams table was dropped is damaged, exit 3, without raw SQL") {
+  SampleStore s;
+  s.tamper("DROP TABLE streams;");
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"verify", s.file()}, {"info", s.file()}, {"read", s.file(), "account-1"}}) {
+    CAPTURE(args);
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 3);
+    CHECK(one_line_error(r));
+    CHECK(contains(r.err, "is damaged: its table 'streams' is missing"));
+    CHECK_FALSE(contains(r.err, "no such table"));
+  }
+}
+
+TEST_CASE("a device given as the store is not a regular file, exit 1") {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"checkpoint", "reset", "/dev/null", "mailer"}, {"info", "/dev/null"}}) {
+    CAPTURE(args);
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 1);
+    CHECK(one_line_error(r));
+    CHECK(contains(r.err, "'/dev/null' is not a regular file"));
+    CHECK_FALSE(contains(r.err, "WAL"));
+  }
+}
+
 }  // namespace
 }  // namespace factum::test
