@@ -252,5 +252,23 @@ TEST_CASE("a device given as the store is not a regular file, exit 1") {
   }
 }
 
+// --- checkpoint reset --------------------------------------------------------------------------
+
+TEST_CASE("checkpoint reset refuses to move a checkpoint forward unless --forward") {
+  CheckpointedStore s;
+  CliResult r = run_cli({"checkpoint", "reset", s.file(), "mailer", "--to", "7"});
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "skip events 6 to 7"));
+  CHECK(contains(r.err, "--forward"));
+  CHECK(s.checkpoint("mailer") == 5);
+  r = run_cli({"checkpoint", "reset", s.file(), "mailer", "--to", "5"});  // where it is
+  CHECK(r.code == 0);
+  r = run_cli({"checkpoint", "reset", s.file(), "mailer", "--to", "7", "--forward"});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "reset from 5 to 7"));
+  CHECK(s.checkpoint("mailer") == 7);
+}
+
 }  // namespace
 }  // namespace factum::test
