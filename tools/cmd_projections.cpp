@@ -132,6 +132,7 @@ struct ResetOptions {
   std::string db;
   std::string name;
   Position to = 0;
+  bool forward = false;
   bool force = false;
   bool json = false;
 };
@@ -158,6 +159,12 @@ int run_reset(const ResetOptions& o) {
   if (o.to > head) {
     throw CliError("--to " + std::to_string(o.to) + " is past the head of the log (" +
                    std::to_string(head) + ")");
+  }
+  if (o.to > *from && !o.forward) {
+    throw CliError(
+        "--to " + std::to_string(o.to) + " is ahead of checkpoint '" + printable(o.name) +
+        "' (at " + std::to_string(*from) + "): moving it forward makes its consumer skip events " +
+        std::to_string(*from + 1) + " to " + std::to_string(o.to) + "; pass --forward to do that");
   }
   if (!o.force && is_projection_checkpoint(store, o.name)) {
     throw CliError("'" + printable(o.name) +
@@ -190,10 +197,15 @@ void add_projection_commands(CLI::App& app, Action& action) {
   group->require_subcommand(1);
   auto reset = std::make_shared<ResetOptions>();
   cmd = group->add_subcommand(
-      "reset", "Move a checkpoint back (to 0 by default): its consumer replays from there");
+      "reset",
+      "Move a checkpoint back (to 0 by default): its consumer replays from there; moving it "
+      "forward, which skips events, needs --forward");
   cmd->add_option("DB", reset->db, "The store file")->required();
   cmd->add_option("NAME", reset->name, "The checkpoint's name")->required();
-  cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)");
+  cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)")
+      ->check(whole_number(0));
+  cmd->add_flag("--forward", reset->forward,
+                "Allow moving the checkpoint forward: its consumer then skips the events between");
   cmd->add_flag("--force", reset->force, "Also reset a projection's own checkpoint");
   add_json_flag(*cmd, reset->json);
   cmd->callback([&action, reset] { action = [reset] { return run_reset(*reset); }; });

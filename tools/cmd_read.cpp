@@ -97,16 +97,19 @@ class EventPrinter {
   EventPrinter(bool json, bool with_stream) : with_stream_(with_stream) {
     if (!json) table_.emplace(event_columns(with_stream));
   }
+  // Prints `e`, or throws CliError (exit 3) when its hash does not match.
   void print(const RecordedEvent& e) {
+    require_intact(e);
     if (table_) {
       table_->add(event_cells(e, with_stream_));
     } else {
       print_json_line(event_to_json(e));
     }
   }
+  // Throws CliError when stdout failed (a full disk).
   void flush() {
     if (table_) table_->flush();
-    std::fflush(stdout);
+    flush_output(stdout);
   }
 
  private:
@@ -151,6 +154,8 @@ struct TailOptions {
   std::uint64_t interval_ms = 200;
   bool json = false;
 };
+
+constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
 
 std::atomic<bool> g_stop{false};
 void on_stop_signal(int) { g_stop.store(true); }
@@ -226,25 +231,31 @@ void add_read_commands(CLI::App& app, Action& action) {
   add_db_argument(*cmd, read->db);
   cmd->add_option("STREAM", read->stream, "The stream id, e.g. account-42")->required();
   cmd->add_option("--from", read->from,
-                  "Start at this stream version (default: the first; with --backward, the last)");
+                  "Start at this stream version (default: the first; with --backward, the last)")
+      ->check(whole_number(1));
   cmd->add_flag("--backward,-b", read->backward, "Newest first");
-  cmd->add_option("--limit,-n", read->limit, "Print at most N events");
+  cmd->add_option("--limit,-n", read->limit, "Print at most N events")->check(whole_number(1));
   add_json_flag(*cmd, read->json);
   cmd->callback([&action, read] { action = [read] { return run_read(*read); }; });
 
   auto tail = std::make_shared<TailOptions>();
   cmd = app.add_subcommand("tail", "Print the newest events of the log, and follow new ones");
   add_db_argument(*cmd, tail->db);
-  cmd->add_option("--lines,-n", tail->lines, "Print the last N events first (default 10)");
+  cmd->add_option("--lines,-n", tail->lines, "Print the last N events first (default 10)")
+      ->check(whole_number(0));
   cmd->add_flag("--follow,-f", tail->follow,
                 "Keep printing events as they are appended, by any process, until "
                 "interrupted (SIGINT/SIGTERM)");
-  cmd->add_option("--limit", tail->limit, "With --follow: stop after N new events");
-  cmd->add_option("--timeout", tail->timeout, "With --follow: stop after this many seconds")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit", tail->limit, "With --follow: stop after N new events")
+      ->check(whole_number(1));
+  cmd->add_option("--timeout", tail->timeout,
+                  "With --follow: stop after this many seconds (at most a year, 31536000; 0, the "
+                  "default: no limit)")
+      ->check(seconds(kMaxTimeoutSeconds, "31536000"));
   cmd->add_option("--interval", tail->interval_ms,
-                  "With --follow: how often to look for new commits, in ms (default 200)")
-      ->check(CLI::PositiveNumber);
+                  "With --follow: how often to look for new commits, in ms (1 to 60000, default "
+                  "200)")
+      ->check(whole_number(1, 60000));
   add_json_flag(*cmd, tail->json);
   cmd->callback([&action, tail] { action = [tail] { return run_tail(*tail); }; });
 }

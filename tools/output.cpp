@@ -2,10 +2,14 @@
 #include "output.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "base64.hpp"
+#include "cli.hpp"
 
 namespace factum::cli {
 namespace {
@@ -40,6 +44,21 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
   static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
   return n;
+}
+
+// The errno of the first failed write or flush (glibc drops the buffer after a failed flush, so
+// a later flush succeeds and only ferror() still tells; the reason must be kept from the first).
+int g_output_errno = 0;
+
+void note_write_failure() {
+  if (g_output_errno == 0) g_output_errno = errno;
+}
+
+std::string reason(int error) {
+  if (error == 0) return "an output error occurred";
+  std::string text = std::strerror(error);
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
 }
 
 void append_escaped(std::string& out, unsigned char b) {
@@ -86,7 +105,7 @@ void Table::flush() {
   }
   for (const auto& row : pending_) print(row);
   pending_.clear();
-  std::fflush(out_);
+  flush_output(out_);
 }
 
 void Table::print(const std::vector<std::string>& cells) {
@@ -105,7 +124,20 @@ void Table::print(const std::vector<std::string>& cells) {
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
   line += '\n';
-  std::fwrite(line.data(), 1, line.size(), out_);
+  if (std::fwrite(line.data(), 1, line.size(), out_) != line.size()) note_write_failure();
+}
+
+void flush_output(std::FILE* out) {
+  if (out == stdout) {
+    std::cout.flush();
+    if (std::cout.bad()) note_write_failure();
+  }
+  errno = 0;
+  if (std::fflush(out) != 0) note_write_failure();
+  if (std::ferror(out) || (out == stdout && std::cout.bad())) {
+    throw CliError(std::string("cannot write to ") + (out == stdout ? "stdout" : "the output") +
+                   ": " + reason(g_output_errno));
+  }
 }
 
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields,
@@ -115,14 +147,17 @@ void print_fields(const std::vector<std::pair<std::string, std::string>>& fields
   for (const auto& [label, value] : fields) {
     std::cout << indent << label << std::string(width - label.size() + 2, ' ') << value << '\n';
   }
+  if (std::cout.bad()) note_write_failure();
 }
 
 void print_json(const Json& value) {
   std::cout << value.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  if (std::cout.bad()) note_write_failure();
 }
 
 void print_json_line(const Json& value) {
   std::cout << value.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+  if (std::cout.bad()) note_write_failure();
 }
 
 std::string format_time(Timestamp t) {

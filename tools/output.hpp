@@ -54,6 +54,12 @@ class Table {
   std::uint64_t rows_ = 0;
 };
 
+// Flushes `out` (and std::cout, for stdout) and throws CliError naming the reason ("cannot write
+// to stdout: no space left on device") when anything written to it since the start was lost:
+// a full disk, /dev/full, a closed pipe. Tables and printers call it at each flush; main() calls
+// it once more before exiting, so an output error never ends with exit 0.
+void flush_output(std::FILE* out = stdout);
+
 // Label/value lines ("head position   1000"), labels padded to the longest.
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields,
                   const std::string& indent = "");

@@ -16,6 +16,11 @@ void check_path(const std::string& path) {
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) throw CliError("'" + path + "': no such file");
   if (fs::is_directory(status)) throw CliError("'" + path + "' is a directory, not a store file");
+  if (!fs::is_regular_file(status)) {
+    throw CliError("'" + path +
+                   "' is not a regular file (a device, a pipe or a socket), so not a " +
+                   "factum store");
+  }
 }
 
 EventStore open_existing(const std::string& path, bool read_only) {
@@ -31,6 +36,14 @@ EventStore open_existing(const std::string& path, bool read_only) {
 EventStore open_read_only(const std::string& path) { return open_existing(path, true); }
 
 EventStore open_writable(const std::string& path) { return open_existing(path, false); }
+
+void require_intact(const RecordedEvent& event) {
+  if (!hash_matches(event)) {
+    throw CliError("the event at position " + std::to_string(event.position) +
+                       " does not match its hash (run factum verify)",
+                   kDamaged);
+  }
+}
 
 std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql) {
   std::optional<std::int64_t> out;

@@ -17,6 +17,11 @@ EventStore open_read_only(const std::string& path);
 // Opens an existing store for writing (checkpoint reset). Never creates a file.
 EventStore open_writable(const std::string& path);
 
+// Throws CliError (exit 3, kDamaged) naming the position unless `event`'s stored hash matches its
+// fields and the previous event's hash (factum::hash_matches): every command that shows events
+// checks each one, so an altered event is never printed as if it were intact.
+void require_intact(const RecordedEvent& event);
+
 // One integer from a read-only query (the first column of the first row), if any.
 std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql);
 

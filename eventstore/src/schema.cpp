@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -70,10 +72,28 @@ BEGIN SELECT RAISE(ABORT, 'factum: stream keys start at 1'); END;
                      "factum: '" + db.file() + "' is not a factum store: " + why);
 }
 
+// The file is a factum store (or a SQLite file) that has been damaged: SQLite finds it corrupt
+// or malformed, or a table of the log is gone. Kind::corrupt, which the tools report as a
+// damaged log rather than as "not a store".
+[[noreturn]] void damaged(const Database& db, const std::string& why) {
+  throw StorageError(StorageError::Kind::corrupt, "factum: '" + db.file() + "' is damaged: " + why +
+                                                      " (restore it from a backup or an export)");
+}
+
+// True when the file starts with SQLite's magic string: a SQLite file, even if SQLite then
+// refuses it (a truncated or overwritten one), not some other file.
+bool has_sqlite_magic(const std::string& file) {
+  static constexpr char kMagic[] = "SQLite format 3";  // with its '\0', 16 bytes
+  char head[sizeof kMagic] = {};
+  std::ifstream in(file, std::ios::binary);
+  return in.read(head, sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0;
+}
+
 struct Header {
   std::int64_t application_id = 0;
   std::int64_t format = 0;
   std::int64_t objects = 0;
+  std::int64_t log_tables = 0;  // bits: 1 the table events exists, 2 the table streams
 };
 
 // Reads the header in one read transaction, so a store being created by another process is
@@ -93,6 +113,10 @@ Header read_header(Database& db) {
   h.application_id = db.query_int("PRAGMA application_id", "reading the file header");
   h.format = db.query_int("PRAGMA user_version", "reading the file header");
   h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading the schema");
+  h.log_tables = db.query_int(
+      "SELECT coalesce(sum(CASE name WHEN 'events' THEN 1 WHEN 'streams' THEN 2 END), 0) "
+      "FROM sqlite_schema WHERE type = 'table'",
+      "reading the schema");
   return h;
 }
 
@@ -174,12 +198,21 @@ void prepare_schema(Database& db, const StoreOptions& options) {
   try {
     h = read_header(db);
   } catch (const StorageError& e) {
-    if (e.kind() == StorageError::Kind::not_a_store || e.kind() == StorageError::Kind::corrupt) {
+    // A SQLite file SQLite cannot read (truncated, overwritten) is damaged; anything else that
+    // is not SQLite is not a store.
+    const bool sqlite_file = has_sqlite_magic(db.file());
+    if (e.kind() == StorageError::Kind::corrupt ||
+        (e.kind() == StorageError::Kind::not_a_store && sqlite_file)) {
+      damaged(db, "SQLite finds it corrupt or malformed");
+    }
+    if (e.kind() == StorageError::Kind::not_a_store) {
       not_a_store(db, "it is not a SQLite database");
     }
     throw;
   }
   if (check_header(db, h)) {
+    if ((h.log_tables & 1) == 0) damaged(db, "its table 'events' is missing");
+    if ((h.log_tables & 2) == 0) damaged(db, "its table 'streams' is missing");
     if (!options.read_only && h.format < kFormatVersion) upgrade(db, options);
     if (!options.read_only) ensure_wal(db, options.busy_timeout);
     return;

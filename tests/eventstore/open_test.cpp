@@ -86,6 +86,37 @@ TEST_CASE(
   CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'events'") == 0);
 }
 
+TEST_CASE("opening a truncated store fails with corrupt, saying it is damaged") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  EventStore::open(path).append("s-1", ExpectedVersion::any(), make_events(50));
+  for (const std::uintmax_t size : {50u, 1000u}) {
+    CAPTURE(size);
+    std::filesystem::resize_file(path, size);
+    for (const bool read_only : {true, false}) {
+      StoreOptions o;
+      o.read_only = read_only;
+      CHECK(open_error(path, o) == StorageError::Kind::corrupt);
+    }
+  }
+}
+
+TEST_CASE("opening a store whose streams table was dropped fails with corrupt") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  EventStore::open(path).append("s-1", ExpectedVersion::any(), make_events(2));
+  raw_exec(path, std::string(test::kDropTriggers) + "DROP TABLE streams;");
+  StoreOptions o;
+  o.read_only = true;
+  try {
+    EventStore::open(path, o);
+    FAIL("open did not throw");
+  } catch (const StorageError& e) {
+    CHECK(e.kind() == StorageError::Kind::corrupt);
+    CHECK(std::string(e.what()).find("its table 'streams' is missing") != std::string::npos);
+  }
+}
+
 TEST_CASE("opening a store of a newer format fails with newer_format and changes nothing") {
   TempStore t;
   t.store.append("s-1", ExpectedVersion::any(), make_event());

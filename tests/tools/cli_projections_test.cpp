@@ -75,13 +75,14 @@ TEST_CASE("projections on a store without any says so") {
 
 TEST_CASE("checkpoint reset moves a subscription's checkpoint back") {
   ProjectedStore s;
-  CliResult r = run_cli({"checkpoint", "reset", s.file(), "mailer"});
+  CliResult r = run_cli({"checkpoint", "reset", s.file(), "mailer", "--to", "2"});
   CHECK(r.code == 0);
-  CHECK(contains(r.out, "checkpoint 'mailer' reset from 5 to 0"));
-  CHECK(s.checkpoint("mailer") == 0);
-  r = run_cli({"checkpoint", "reset", s.file(), "mailer", "--to", "2"});
-  CHECK(r.code == 0);
+  CHECK(contains(r.out, "checkpoint 'mailer' reset from 5 to 2"));
   CHECK(s.checkpoint("mailer") == 2);
+  r = run_cli({"checkpoint", "reset", s.file(), "mailer"});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "checkpoint 'mailer' reset from 2 to 0"));
+  CHECK(s.checkpoint("mailer") == 0);
 }
 
 TEST_CASE("checkpoint reset refuses a projection's checkpoint unless forced") {

@@ -88,7 +88,11 @@ CliProcess::CliProcess(const std::vector<std::string>& args, const CliOptions& o
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, in.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (options.output.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 1, options.output.c_str(), O_WRONLY, 0);
+  }
   if (options.stderr_terminal) {
     posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_RDWR | O_NOCTTY, 0);
     posix_spawn_file_actions_addclose(&actions, terminal_);

@@ -23,6 +23,8 @@ struct CliResult {
 
 struct CliOptions {
   std::filesystem::path input;  // a file for its stdin (empty: /dev/null)
+  // A file for its stdout (e.g. /dev/full) instead of capturing it; `out` is then empty.
+  std::filesystem::path output;
   // Its stderr is a pseudo-terminal (as in an interactive shell); `err` is what it wrote there.
   bool stderr_terminal = false;
   bool sample_memory = false;    // fill CliResult::peak_rss_kib
