@@ -152,6 +152,8 @@ TEST_CASE("numeric options out of range are usage errors with a short message") 
            {"tail", f, "--follow", "--interval", "0"},
            {"tail", f, "--follow", "--interval", "1e400"},
            {"tail", f, "--follow", "--interval", "-20"},
+           {"export", f, "--from", "-1"},
+           {"export", f, "--to", "99999999999999999999999"},
            {"audit", f, "--position", "-1"},
            {"audit", f, "--position", "1", "--limit", "-1"},
            {"checkpoint", "reset", f, "mailer", "--to", "-1"}}) {
