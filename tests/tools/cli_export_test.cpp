@@ -322,6 +322,12 @@ TEST_CASE("export and import of a 100 MB payload need about 3 and 4 times its si
   }
   CliOptions o = measured();
   o.deadline = std::chrono::minutes(5);
+  long bound_per_payload_eighths = 8;  // the bounds below, in eighths of the payload per "times"
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's shadow memory (an eighth of what is mapped) and its padded allocations
+  // come on top of the program's own: measured 411 MB and 518 MB here, against 311 and 414.
+  bound_per_payload_eighths = 9;
+#endif
   const auto out = dir.file("big.jsonl");
   const CliResult exported = run_cli({"export", path.string(), "-o", out.string()}, o);
   const CliResult imported = run_cli({"import", dir.file("copy.db").string(), out.string(),
@@ -332,8 +338,10 @@ TEST_CASE("export and import of a 100 MB payload need about 3 and 4 times its si
   CHECK(all_events(dir.file("copy.db")) == all_events(path));
   INFO("peak RSS: export " << exported.peak_rss_kib << " KiB, import " << imported.peak_rss_kib
                            << " KiB");
-  CHECK(exported.peak_rss_kib < 4 * static_cast<long>(kPayload / 1024));
-  CHECK(imported.peak_rss_kib < 5 * static_cast<long>(kPayload / 1024));
+  const long payload_eighths_kib =
+      static_cast<long>(kPayload / 1024) * bound_per_payload_eighths / 8;
+  CHECK(exported.peak_rss_kib < 4 * payload_eighths_kib);
+  CHECK(imported.peak_rss_kib < 5 * payload_eighths_kib);
 }
 
 }  // namespace
