@@ -94,7 +94,7 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
                 "SELECT event_id, position, type, schema_version, payload, correlation_id, "
                 "causation_id, compensates, actor, extra FROM events WHERE stream_key = ?1 "
                 "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
-      tail_(db_, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      tail_(db_, kHeadSql),
       log_range_(db_, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = "
                                     "e.stream_key WHERE e.position >= ?1 AND e.position < ?2 "
                                     "ORDER BY e.position LIMIT ?3")
@@ -133,9 +133,9 @@ void Writer::write_sql(const std::function<void(Sql&)>& fn) {
 // Queues `self`; the caller at the front leads: it commits the queued appends (up to the
 // group limit; a write_sql always runs alone) and wakes their callers. Rethrows self's error.
 void Writer::enqueue(Pending& self) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   queue_.push_back(&self);
-  self.cv.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  while (!self.done && queue_.front() != &self) self.cv.wait(lock);
   if (!self.done) {
     std::size_t n = 1;
     if (self.custom == nullptr) {
@@ -160,69 +160,125 @@ void Writer::enqueue(Pending& self) {
   if (self.error) std::rethrow_exception(self.error);
 }
 
+// The write transaction of one writer turn: BEGIN IMMEDIATE when made (waiting up to
+// busy_timeout for other processes), rolled back when left without commit().
+class Writer::Transaction {
+ public:
+  explicit Transaction(Writer& w) : w_(w) { w_.run(w_.begin_, "taking the write lock"); }
+  ~Transaction() {
+    if (!done_) w_.rollback();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  // COMMIT; on failure the transaction is rolled back, the WAL sealed, and the error thrown.
+  void commit(std::string_view doing) {
+    done_ = true;
+    w_.commit(doing);
+  }
+
+ private:
+  Writer& w_;
+  bool done_ = false;
+};
+
+// One append of a group under its own savepoint (when `isolate`), so that a failing append
+// undoes only its own rows. Left without release() or rollback(), it rolls back (best effort:
+// the transaction around it is rolled back then in any case).
+class Writer::Savepoint {
+ public:
+  Savepoint(Writer& w, bool isolate) : w_(w), open_(isolate) {
+    if (open_) w_.run(w_.savepoint_, "starting an append");
+  }
+  ~Savepoint() {
+    if (!open_ || !w_.db_.in_transaction()) return;
+    try {
+      rollback();
+    } catch (...) {
+      // The enclosing Transaction rolls everything back.
+    }
+  }
+  Savepoint(const Savepoint&) = delete;
+  Savepoint& operator=(const Savepoint&) = delete;
+  void release() {
+    if (!open_) return;
+    open_ = false;
+    w_.run(w_.release_, "finishing an append");
+  }
+  void rollback() {
+    if (!open_) return;
+    open_ = false;
+    w_.run(w_.rollback_to_, "undoing an append");
+    w_.run(w_.release_, "undoing an append");
+  }
+
+ private:
+  Writer& w_;
+  bool open_;
+};
+
 void Writer::run_custom(Pending& p) noexcept {
   try {
-    run(begin_, "taking the write lock");
+    Transaction tx(*this);
     SqlHandle sql(cache_);
     (*p.custom)(sql);
-    commit("committing");
+    tx.commit("committing");
   } catch (...) {
-    rollback();
     p.error = std::current_exception();
   }
 }
 
-// The group-commit transaction, phase by phase. Never throws: each pending append gets its
-// own result or its own error.
-void Writer::commit_group(std::span<Pending* const> group) noexcept {
-  auto fail_rest = [&](std::exception_ptr error) {
-    for (Pending* p : group) {
-      if (p->error) continue;
-      p->error = error;
-      p->results.clear();
-      if (p->committed != nullptr) p->committed->clear();
+void Writer::notify(Pending& p, AppendOutcome outcome) noexcept {
+  for (auto& notice : p.notices) {
+    try {
+      notice(outcome);
+    } catch (...) {
+      // Documented: a notice must not throw; what it throws is ignored.
     }
-  };
-  // Phase 1: take the file's write lock (waits up to busy_timeout for other processes).
-  try {
-    run(begin_, "taking the write lock");
-  } catch (...) {
-    fail_rest(std::current_exception());
-    return;
   }
-  // Phase 2: apply each append. In a group of several, each runs under a savepoint so that a
-  // failing one (version mismatch, duplicate id) undoes only its own rows.
-  const bool isolate = group.size() > 1;
+  p.notices.clear();
+}
+
+void Writer::fail(Pending& p, std::exception_ptr error) noexcept {
+  p.error = std::move(error);
+  p.results.clear();
+  if (p.committed != nullptr) p.committed->clear();
+  notify(p, AppendOutcome::rolled_back);
+}
+
+// The group-commit transaction. Never throws: each pending append gets its own result or its
+// own error, and each slot's outcome notice hears its append's fate before the next turn.
+void Writer::commit_group(std::span<Pending* const> group) noexcept {
   try {
+    Transaction tx(*this);  // phase 1: the file's write lock
+    // Phase 2: apply each append; in a group of several, each under a savepoint.
+    const bool isolate = group.size() > 1;
     Tail tail = read_tail();
     const std::int64_t now = now_us();
     for (Pending* p : group) {
       const Tail before = tail;
-      if (isolate) run(savepoint_, "starting an append");
+      Savepoint sp(*this, isolate);
       try {
         apply(*p, tail, now);
-        if (isolate) run(release_, "finishing an append");
+        sp.release();
       } catch (...) {
-        p->error = std::current_exception();
-        p->results.clear();
-        if (p->committed != nullptr) p->committed->clear();
+        fail(*p, std::current_exception());
         tail = before;
         // SQLite rolls the whole transaction back on some errors (disk full, I/O): then every
         // append of the group fails with this error.
         if (!db_.in_transaction()) throw;
-        if (!isolate) {
-          rollback();
-          return;
-        }
-        run(rollback_to_, "undoing an append");
-        run(release_, "undoing an append");
+        if (!isolate) return;  // tx rolls back
+        sp.rollback();
       }
     }
-    // Phase 3: one commit (one fsync) for the whole group.
-    commit("committing appends");
+    tx.commit("committing appends");  // phase 3: one commit (one fsync) for the whole group
   } catch (...) {
-    rollback();
-    fail_rest(std::current_exception());
+    for (Pending* p : group) {
+      if (!p->error) fail(*p, std::current_exception());
+    }
+    return;
+  }
+  for (Pending* p : group) {
+    if (!p->error) notify(*p, AppendOutcome::committed);
   }
 }
 
@@ -268,16 +324,20 @@ void Writer::rollback() noexcept {
 // The AppendTransaction an on_appending slot sees: the writer's connection, mid-transaction.
 class Writer::HookTransaction final : public AppendTransaction {
  public:
-  HookTransaction(Writer& writer, std::span<const RecordedEvent> events)
-      : writer_(writer), events_(events), sql_(writer.cache_) {}
+  HookTransaction(Writer& writer, Pending& pending, std::span<const RecordedEvent> events)
+      : writer_(writer), pending_(pending), events_(events), sql_(writer.cache_) {}
   std::span<const RecordedEvent> events() const override { return events_; }
   Sql& sql() override { return sql_; }
   std::vector<RecordedEvent> read_log(Position from, std::size_t limit) override {
     return writer_.read_log(from, events_.front().position, limit);
   }
+  void on_outcome(std::function<void(AppendOutcome)> notice) override {
+    pending_.notices.push_back(std::move(notice));
+  }
 
  private:
   Writer& writer_;
+  Pending& pending_;
   std::span<const RecordedEvent> events_;
   SqlHandle sql_;
 };
@@ -298,7 +358,7 @@ void Writer::apply(Pending& p, Tail& tail, std::int64_t now) {
 
 void Writer::run_hook(Pending& p, std::vector<RecordedEvent>& events) {
   if (events.empty()) return;  // a retry: nothing written
-  HookTransaction tx(*this, events);
+  HookTransaction tx(*this, p, events);
   (*p.hook)(tx);
   if (p.committed != nullptr) {
     std::move(events.begin(), events.end(), std::back_inserter(*p.committed));
@@ -357,19 +417,8 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
 }
 
 Writer::Tail Writer::read_tail() {
-  StatementScope scope(tail_);
-  Tail tail;
-  if (!tail_.step("reading the head of the log")) return tail;
-  tail.position = static_cast<Position>(tail_.column_int(0));
-  const auto hash = tail_.column_blob(1);
-  if (hash.size() != tail.hash.size()) {
-    throw StorageError(StorageError::Kind::corrupt,
-                       "factum: the hash of the newest event (position " +
-                           std::to_string(tail.position) + ") in '" + db_.file() +
-                           "' is damaged; run verify");
-  }
-  std::memcpy(tail.hash.data(), hash.data(), tail.hash.size());
-  return tail;
+  const Head head = read_head(tail_);
+  return {head.position, head.hash};
 }
 
 std::optional<std::int64_t> Writer::find_stream(std::string_view stream) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "factum/detail/mutex.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
 #include "sql_handle.hpp"
@@ -48,17 +49,25 @@ class Writer {
     const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
     const AppendHook* hook = nullptr;
     std::vector<AppendResult> results;
+    // Outcome notices registered by its on_appending slots (AppendTransaction::on_outcome).
+    std::vector<std::function<void(AppendOutcome)>> notices;
     std::exception_ptr error;
-    bool done = false;
-    std::condition_variable cv;
+    bool done = false;  // under the writer's mu_
+    CondVar cv;
   };
   struct Tail {
     Position position = 0;
     Hash hash{};
   };
 
-  void enqueue(Pending& self);
+  class Transaction;
+  class Savepoint;
+
+  void enqueue(Pending& self) FACTUM_EXCLUDES(mu_);
   void commit_group(std::span<Pending* const> group) noexcept;
+  // Records `error` as p's, forgets its results and tells its slots it was rolled back.
+  static void fail(Pending& p, std::exception_ptr error) noexcept;
+  static void notify(Pending& p, AppendOutcome outcome) noexcept;
   void run_custom(Pending& p) noexcept;
   class HookTransaction;
   void apply(Pending& p, Tail& tail, std::int64_t now);
@@ -100,8 +109,8 @@ class Writer {
   StatementCache cache_;
   std::size_t max_group_size_;
 
-  std::mutex mu_;
-  std::deque<Pending*> queue_;
+  Mutex mu_;
+  std::deque<Pending*> queue_ FACTUM_GUARDED_BY(mu_);
 };
 
 }  // namespace factum::detail

@@ -120,6 +120,21 @@ TEST_CASE("an fsync failure at commit fails the append with StorageError and wri
   check_usable_after(t, "account-1");
 }
 
+TEST_CASE("an fsync failure at commit tells the append's outcome notice rolled_back") {
+  FaultInjection fault;
+  TempStore t(TempStore::durable_options());
+  std::vector<AppendOutcome> heard;  // appends run on this thread: no lock needed
+  boost::signals2::scoped_connection slot = t.store.on_appending().connect(
+      [&](AppendTransaction& tx) { tx.on_outcome([&](AppendOutcome o) { heard.push_back(o); }); });
+  fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, 1, FaultFile::wal);
+  CHECK_THROWS_AS(t.store.append("account-1", ExpectedVersion::no_stream(), make_events(2)),
+                  StorageError);
+  CHECK(fault.spent());
+  CHECK(heard == std::vector<AppendOutcome>{AppendOutcome::rolled_back});
+  t.store.append("account-1", ExpectedVersion::no_stream(), make_events(1));
+  CHECK(heard == std::vector<AppendOutcome>{AppendOutcome::rolled_back, AppendOutcome::committed});
+}
+
 TEST_CASE("a WAL write failure fails a single append with StorageError and writes nothing") {
   FaultInjection fault;
   TempStore t;

@@ -102,6 +102,13 @@ struct VerifyOptions {
   std::function<void(Position events_checked)> on_progress{};
 };
 
+// The fate of an append whose on_appending slots ran (AppendTransaction::on_outcome).
+enum class AppendOutcome {
+  committed,    // the transaction's COMMIT succeeded: the events and what slots wrote are stored
+  rolled_back,  // the append was undone: it failed (a slot threw, a version or id check of
+                // another stream of the same append_multi failed), or the whole transaction did
+};
+
 // What an on_appending slot sees: one append's events inside its still-open transaction.
 // Valid only during the slot call.
 class AppendTransaction {
@@ -115,6 +122,13 @@ class AppendTransaction {
   // position order, read inside this transaction (for a slot that must catch up first).
   // Throws CorruptEventError for a malformed row, StorageError.
   virtual std::vector<RecordedEvent> read_log(Position from, std::size_t limit) = 0;
+  // Registers `notice`, called exactly once with this append's fate, on the committing thread,
+  // within the writer's turn: after the COMMIT (or the rollback), before any later transaction
+  // of this store in this process begins, and before append() returns. A slot that keeps state
+  // in memory beside what it writes learns here whether to keep it. A failed COMMIT counts as
+  // rolled_back (see docs/eventstore.md, "A failed commit"). `notice` must not throw (what it
+  // throws is ignored), nor call the store. Throws std::bad_alloc.
+  virtual void on_outcome(std::function<void(AppendOutcome)> notice) = 0;
 
  protected:
   ~AppendTransaction() = default;
