@@ -74,34 +74,55 @@ class Row final : public SqlRow {
 
 StatementCache::Lease::~Lease() {
   statement_->reset();
-  cache_.give_back(std::move(sql_), std::move(statement_));
+  cache_.give_back(entry_, std::move(statement_));
 }
 
 StatementCache::Lease StatementCache::get(std::string_view sql) {
-  const auto it = idle_.find(sql);
-  if (it != idle_.end() && !it->second.empty()) {
-    auto statement = std::move(it->second.back());
-    it->second.pop_back();
-    --idle_count_;
-    return Lease(*this, std::move(statement), it->first);
+  auto it = entries_.find(sql);
+  if (it == entries_.end()) {
+    trim();
+    it = entries_.emplace(std::string(sql), Entry{}).first;
   }
-  std::string key(sql);
-  auto statement = std::make_unique<Statement>(db_, key.c_str());
-  return Lease(*this, std::move(statement), std::move(key));
+  Entry& entry = it->second;
+  std::unique_ptr<Statement> statement;
+  if (!entry.idle.empty()) {
+    statement = std::move(entry.idle.back());
+    entry.idle.pop_back();
+    --idle_count_;
+  } else {
+    statement = std::make_unique<Statement>(db_, it->first.c_str());
+  }
+  ++entry.lent;
+  return Lease(*this, std::move(statement), entry);
 }
 
 // Keeps an idle statement for reuse; past the limit, the idle ones are finalized (statements
-// in use are never in idle_, so nothing a caller is stepping is ever freed).
-void StatementCache::give_back(std::string sql, std::unique_ptr<Statement> s) noexcept {
+// in use are never idle, so nothing a caller is stepping is ever freed).
+void StatementCache::give_back(Entry& entry, std::unique_ptr<Statement> s) noexcept {
+  --entry.lent;
   try {
     if (idle_count_ >= kMaxIdle) {
-      idle_.clear();
+      for (auto& [sql, e] : entries_) e.idle.clear();
       idle_count_ = 0;
     }
-    idle_[std::move(sql)].push_back(std::move(s));
+    entry.idle.push_back(std::move(s));
     ++idle_count_;
   } catch (...) {
     // Out of memory: the statement is finalized instead of kept.
+  }
+}
+
+// Before remembering one more text: past kMaxTexts, forgets the texts not in use (their idle
+// statements with them).
+void StatementCache::trim() noexcept {
+  if (entries_.size() < kMaxTexts) return;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.lent == 0) {
+      idle_count_ -= it->second.idle.size();
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -122,3 +143,33 @@ void SqlHandle::query(std::string_view sql, std::span<const SqlValue> params,
 }
 
 }  // namespace factum::detail
+
+namespace factum {
+
+// One name serves every level: SQLite's ROLLBACK TO and RELEASE act on the innermost
+// savepoint of that name, and scopes nest strictly.
+SqlSavepoint::SqlSavepoint(Sql& sql) : sql_(sql) { sql_.execute("SAVEPOINT factum_scope"); }
+
+SqlSavepoint::~SqlSavepoint() {
+  if (!open_) return;
+  try {
+    rollback();
+  } catch (...) {
+    // The enclosing transaction is failing: it rolls back whole.
+  }
+}
+
+void SqlSavepoint::release() {
+  if (!open_) return;
+  open_ = false;
+  sql_.execute("RELEASE factum_scope");
+}
+
+void SqlSavepoint::rollback() {
+  if (!open_) return;
+  open_ = false;
+  sql_.execute("ROLLBACK TO factum_scope");
+  sql_.execute("RELEASE factum_scope");
+}
+
+}  // namespace factum

@@ -21,11 +21,13 @@ class StatementCache {
   StatementCache(const StatementCache&) = delete;
   StatementCache& operator=(const StatementCache&) = delete;
 
+  struct Entry;  // the statements of one SQL text
+
   // A statement borrowed from the cache; returned (reset, kept for reuse) on destruction.
   class Lease {
    public:
-    Lease(StatementCache& cache, std::unique_ptr<Statement> s, std::string sql) noexcept
-        : cache_(cache), statement_(std::move(s)), sql_(std::move(sql)) {}
+    Lease(StatementCache& cache, std::unique_ptr<Statement> s, Entry& entry) noexcept
+        : cache_(cache), statement_(std::move(s)), entry_(entry) {}
     ~Lease();
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
@@ -35,19 +37,28 @@ class StatementCache {
    private:
     StatementCache& cache_;
     std::unique_ptr<Statement> statement_;
-    std::string sql_;
+    Entry& entry_;
   };
 
-  // An idle statement for `sql`, prepared now when none is idle. Throws StorageError.
+  // An idle statement for `sql`, prepared now when none is idle. No allocation when one is
+  // idle. Throws StorageError.
   Lease get(std::string_view sql);
   // How many idle statements are kept (for tests).
   std::size_t idle() const noexcept { return idle_count_; }
 
+  struct Entry {
+    std::vector<std::unique_ptr<Statement>> idle;
+    std::size_t lent = 0;  // statements of this text in use: the entry is kept while > 0
+  };
+
  private:
-  static constexpr std::size_t kMaxIdle = 64;
-  void give_back(std::string sql, std::unique_ptr<Statement> s) noexcept;
+  static constexpr std::size_t kMaxIdle = 64;    // idle statements kept
+  static constexpr std::size_t kMaxTexts = 256;  // SQL texts remembered
+  void give_back(Entry& entry, std::unique_ptr<Statement> s) noexcept;
+  void trim() noexcept;
   Database& db_;
-  std::map<std::string, std::vector<std::unique_ptr<Statement>>, std::less<>> idle_;
+  // Map nodes do not move: a Lease keeps a reference to its entry.
+  std::map<std::string, Entry, std::less<>> entries_;
   std::size_t idle_count_ = 0;
 };
 

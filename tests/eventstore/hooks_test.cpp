@@ -410,6 +410,155 @@ TEST_CASE("with many threads appending, a slot that throws fails only its own ap
   CHECK(t.store.verify().ok());
 }
 
+// ---- Outcome notices (AppendTransaction::on_outcome) -----------------------------------------
+
+namespace {
+
+// Notices heard, by the first event id of the append that registered them (thread-safe).
+class Outcomes {
+ public:
+  void listen(AppendTransaction& tx) {
+    const std::string id = tx.events().front().id.to_string();
+    tx.on_outcome([this, id](AppendOutcome o) {
+      std::lock_guard lock(mu_);
+      heard_[id].push_back(o);
+    });
+  }
+  std::vector<AppendOutcome> of(const EventData& first) const {
+    std::lock_guard lock(mu_);
+    const auto it = heard_.find(first.id.to_string());
+    return it == heard_.end() ? std::vector<AppendOutcome>{} : it->second;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return heard_.size();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<AppendOutcome>> heard_;
+};
+
+using Heard = std::vector<AppendOutcome>;
+
+}  // namespace
+
+TEST_CASE("an outcome notice hears committed once, before append returns") {
+  TempStore t;
+  Outcomes outcomes;
+  scoped_connection slot =
+      t.store.on_appending().connect([&](AppendTransaction& tx) { outcomes.listen(tx); });
+  const auto batch = make_events(2);
+  t.store.append("a-1", ExpectedVersion::no_stream(), batch);
+  CHECK(outcomes.of(batch.front()) == Heard{AppendOutcome::committed});
+}
+
+TEST_CASE("an outcome notice hears rolled_back when a later slot of the append throws") {
+  TempStore t;
+  Outcomes outcomes;
+  scoped_connection first =
+      t.store.on_appending().connect([&](AppendTransaction& tx) { outcomes.listen(tx); });
+  scoped_connection second = t.store.on_appending().connect([](AppendTransaction& tx) {
+    if (tx.events().front().stream_id == "b-1") throw std::runtime_error("not b");
+  });
+  const std::vector<StreamAppend> appends{
+      {"a-1", ExpectedVersion::any(), make_events(1)},
+      {"b-1", ExpectedVersion::any(), make_events(1)},
+  };
+  CHECK_THROWS_WITH_AS(t.store.append_multi(appends), "not b", std::runtime_error);
+  // The a-1 part ran its slot and was undone with the rest.
+  CHECK(outcomes.of(appends[0].events.front()) == Heard{AppendOutcome::rolled_back});
+  CHECK(outcomes.of(appends[1].events.front()) == Heard{AppendOutcome::rolled_back});
+  CHECK(t.store.head_position() == 0);
+}
+
+TEST_CASE("with many threads appending, each notice hears its own append's fate") {
+  constexpr int kThreads = 6;
+  constexpr int kAppends = 30;
+  TempStore t;
+  Outcomes outcomes;
+  scoped_connection slot = t.store.on_appending().connect([&](AppendTransaction& tx) {
+    outcomes.listen(tx);
+    if (tx.events().front().type == "test.Refused") throw std::runtime_error("refused");
+  });
+  std::mutex mu;
+  std::vector<std::pair<EventData, bool>> tried;  // first event, whether append returned
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < kAppends; ++n) {
+        const EventData e = make_event((i + n) % 3 == 0 ? "test.Refused" : "test.Happened");
+        bool ok = true;
+        try {
+          t.store.append("t" + std::to_string(i) + "-1", ExpectedVersion::any(), e);
+        } catch (const std::runtime_error&) {
+          ok = false;
+        }
+        std::lock_guard lock(mu);
+        tried.emplace_back(e, ok);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  REQUIRE(tried.size() == static_cast<std::size_t>(kThreads * kAppends));
+  CHECK(outcomes.size() == tried.size());
+  for (const auto& [e, ok] : tried) {
+    CHECK(outcomes.of(e) == Heard{ok ? AppendOutcome::committed : AppendOutcome::rolled_back});
+    CHECK(t.store.read_event(e.id).has_value() == ok);
+  }
+}
+
+TEST_CASE("a throwing outcome notice is ignored: the append and the other notices stand") {
+  TempStore t;
+  Outcomes outcomes;
+  scoped_connection thrower = t.store.on_appending().connect([](AppendTransaction& tx) {
+    tx.on_outcome([](AppendOutcome) { throw std::runtime_error("a bad notice"); });
+  });
+  scoped_connection slot =
+      t.store.on_appending().connect([&](AppendTransaction& tx) { outcomes.listen(tx); });
+  const auto batch = make_events(1);
+  CHECK_NOTHROW(t.store.append("a-1", ExpectedVersion::no_stream(), batch));
+  CHECK(outcomes.of(batch.front()) == Heard{AppendOutcome::committed});
+  CHECK(t.store.head_position() == 1);
+}
+
+// ---- SqlSavepoint ---------------------------------------------------------------------------
+
+TEST_CASE("a savepoint scope undoes its own changes only, released or not") {
+  TempStore t;
+  t.store.write_sql([](Sql& sql) { sql.execute("CREATE TABLE sp (n INTEGER)"); });
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("INSERT INTO sp VALUES (1)");
+    {
+      SqlSavepoint kept(sql);
+      sql.execute("INSERT INTO sp VALUES (2)");
+      {
+        SqlSavepoint inner(sql);  // left unreleased: undone
+        sql.execute("INSERT INTO sp VALUES (3)");
+      }
+      kept.release();
+    }
+    {
+      SqlSavepoint undone(sql);
+      sql.execute("INSERT INTO sp VALUES (4)");
+      undone.rollback();
+    }
+    try {
+      SqlSavepoint thrown(sql);
+      sql.execute("INSERT INTO sp VALUES (5)");
+      throw std::runtime_error("apply failed");
+    } catch (const std::runtime_error&) {
+    }
+    sql.execute("INSERT INTO sp VALUES (6)");
+  });
+  std::vector<std::int64_t> kept;
+  t.store.read_sql([&](Sql& sql) {
+    sql.query("SELECT n FROM sp ORDER BY n", {},
+              [&](const SqlRow& r) { kept.push_back(r.integer(0)); });
+  });
+  CHECK(kept == std::vector<std::int64_t>{1, 2, 6});
+}
+
 // ---- LogWatcher -------------------------------------------------------------------------------
 
 TEST_CASE("a watcher answers false at first and while nothing is committed") {

@@ -77,4 +77,35 @@ class Sql {
   }
 };
 
+// A savepoint on a write transaction's Sql (SQLiteCpp's Savepoint, in RAII form): what runs
+// between its making and release() stays part of the enclosing transaction; rollback(), or
+// leaving the scope unreleased (an exception, say), undoes just that part and the transaction
+// goes on. Scopes nest (strictly, as C++ scopes do).
+//
+//   {
+//     factum::SqlSavepoint sp(sql);
+//     sql.execute("INSERT ...");   // may throw: the scope's changes are undone, nothing else
+//     sp.release();
+//   }
+//
+// Thread-safety: as the Sql it is made on.
+class SqlSavepoint {
+ public:
+  // SAVEPOINT. Throws StorageError.
+  explicit SqlSavepoint(Sql& sql);
+  // Rolls back unless released or rolled back; errors are swallowed (the enclosing
+  // transaction is failing then, and rolls back whole).
+  ~SqlSavepoint();
+  SqlSavepoint(const SqlSavepoint&) = delete;
+  SqlSavepoint& operator=(const SqlSavepoint&) = delete;
+  // Keeps the changes. Throws StorageError.
+  void release();
+  // Undoes the changes made since the savepoint. Throws StorageError.
+  void rollback();
+
+ private:
+  Sql& sql_;
+  bool open_ = true;
+};
+
 }  // namespace factum
