@@ -83,7 +83,7 @@ Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
   }
   connection_ = store.on_appended().connect([flag = flag_](const std::vector<RecordedEvent>&) {
     {
-      std::lock_guard lock(flag->mu);
+      MutexLock lock(flag->mu);
       flag->pending = true;
     }
     flag->cv.notify_all();
@@ -93,30 +93,30 @@ Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
 Wakeup::~Wakeup() = default;
 
 void Wakeup::arm() {
-  std::lock_guard lock(flag_->mu);
+  MutexLock lock(flag_->mu);
   flag_->pending = false;
 }
 
 bool Wakeup::wait() {
-  std::unique_lock lock(flag_->mu);
-  for (;;) {
-    auto ready = [&] { return flag_->pending || flag_->stopped; };
+  MutexLock lock(flag_->mu);
+  auto deadline = std::chrono::steady_clock::now() + poll_;
+  while (!flag_->pending && !flag_->stopped) {
     if (!watcher_) {
-      flag_->cv.wait(lock, ready);
-    } else if (!flag_->cv.wait_for(lock, poll_, ready)) {
+      flag_->cv.wait(lock);
+    } else if (!flag_->cv.wait_until(lock, deadline)) {
       lock.unlock();
       const bool changed = watcher_->changed();
       lock.lock();
       if (changed) flag_->pending = true;
+      deadline = std::chrono::steady_clock::now() + poll_;
     }
-    if (flag_->stopped) return false;
-    if (flag_->pending) return true;
   }
+  return !flag_->stopped;
 }
 
 void Wakeup::notify() {
   {
-    std::lock_guard lock(flag_->mu);
+    MutexLock lock(flag_->mu);
     flag_->pending = true;
   }
   flag_->cv.notify_all();
@@ -124,29 +124,32 @@ void Wakeup::notify() {
 
 void Wakeup::stop() {
   {
-    std::lock_guard lock(flag_->mu);
+    MutexLock lock(flag_->mu);
     flag_->stopped = true;
   }
   flag_->cv.notify_all();
 }
 
 void Wakeup::resume() {
-  std::lock_guard lock(flag_->mu);
+  MutexLock lock(flag_->mu);
   flag_->stopped = false;
   flag_->pending = true;
 }
 
 bool Wakeup::sleep(std::chrono::milliseconds d) noexcept {
   try {
-    std::unique_lock lock(flag_->mu);
-    return !flag_->cv.wait_for(lock, d, [&] { return flag_->stopped; });
+    const auto deadline = std::chrono::steady_clock::now() + d;
+    MutexLock lock(flag_->mu);
+    while (!flag_->stopped && flag_->cv.wait_until(lock, deadline)) {
+    }
+    return !flag_->stopped;
   } catch (...) {
     return true;  // a failed lock (never seen): the caller's next attempt decides
   }
 }
 
 bool Wakeup::stopped() const {
-  std::lock_guard lock(flag_->mu);
+  MutexLock lock(flag_->mu);
   return flag_->stopped;
 }
 

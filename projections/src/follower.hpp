@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "factum/detail/mutex.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "factum/projections/subscription.hpp"
 
@@ -69,10 +70,10 @@ class Wakeup {
 
  private:
   struct Flag {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool pending = false;
-    bool stopped = false;
+    Mutex mu;
+    CondVar cv;
+    bool pending FACTUM_GUARDED_BY(mu) = false;
+    bool stopped FACTUM_GUARDED_BY(mu) = false;
   };
   std::shared_ptr<Flag> flag_;
   std::unique_ptr<LogWatcher> watcher_;

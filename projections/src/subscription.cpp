@@ -83,14 +83,14 @@ struct Subscription::Shared {
   std::vector<RecordedEvent> batch;  // the thread's own
   detail::Backoff backoff;           // the thread's own
 
-  mutable std::mutex mu;
-  mutable std::condition_variable progress;
-  Position position;
-  std::exception_ptr error;
-  std::atomic<State> state{State::catching_up};
+  mutable detail::Mutex mu;
+  mutable detail::CondVar progress;
+  Position position FACTUM_GUARDED_BY(mu);
+  std::exception_ptr error FACTUM_GUARDED_BY(mu);
+  std::atomic<State> state{State::catching_up};  // written under mu (wait_for reads it there)
   std::atomic<std::size_t> max_held{0};
-  std::mutex stop_mu;  // one stop() at a time
-  std::thread thread;
+  detail::Mutex stop_mu;  // one stop() at a time
+  std::thread thread;     // joined under stop_mu
 };
 
 // Every error is caught here, the error path included. A handler's error, or one that retrying
@@ -148,7 +148,7 @@ bool Subscription::Shared::recover(std::exception_ptr e) noexcept {
 
 void Subscription::Shared::set_state(State s) {
   {
-    std::lock_guard lock(mu);
+    detail::MutexLock lock(mu);
     state = s;
   }
   progress.notify_all();
@@ -191,13 +191,13 @@ Position Subscription::Shared::deliver_each(const std::vector<RecordedEvent>& ev
 }
 
 Position Subscription::Shared::handled() const {
-  std::lock_guard lock(mu);
+  detail::MutexLock lock(mu);
   return position;
 }
 
 void Subscription::Shared::set_position(Position p) {
   {
-    std::lock_guard lock(mu);
+    detail::MutexLock lock(mu);
     position = p;
   }
   progress.notify_all();
@@ -207,7 +207,7 @@ void Subscription::Shared::set_position(Position p) {
 void Subscription::Shared::fail(std::exception_ptr e, State s) {
   try {
     {
-      std::lock_guard lock(mu);
+      detail::MutexLock lock(mu);
       error = e;
       state = s;
     }
@@ -269,7 +269,7 @@ Subscription& Subscription::operator=(Subscription&& other) noexcept {
 Subscription::~Subscription() {
   if (!shared_) return;
   shared_->wakeup.stop();
-  std::lock_guard lock(shared_->stop_mu);
+  detail::MutexLock lock(shared_->stop_mu);
   if (!shared_->thread.joinable()) return;
   if (shared_->thread.get_id() == std::this_thread::get_id()) {
     // Destroyed by its own handler: the thread ends after the handler returns, keeping the
@@ -283,7 +283,7 @@ Subscription::~Subscription() {
 void Subscription::stop() noexcept {
   if (!shared_) return;
   shared_->wakeup.stop();
-  std::lock_guard lock(shared_->stop_mu);
+  detail::MutexLock lock(shared_->stop_mu);
   // From the handler, the thread ends after the handler returns; the destructor joins it.
   if (shared_->thread.joinable() && shared_->thread.get_id() != std::this_thread::get_id()) {
     shared_->thread.join();
@@ -293,23 +293,24 @@ void Subscription::stop() noexcept {
 Subscription::State Subscription::state() const noexcept { return shared_->state; }
 
 Position Subscription::position() const noexcept {
-  std::lock_guard lock(shared_->mu);
+  detail::MutexLock lock(shared_->mu);
   return shared_->position;
 }
 
 std::exception_ptr Subscription::error() const noexcept {
-  std::lock_guard lock(shared_->mu);
+  detail::MutexLock lock(shared_->mu);
   return shared_->error;
 }
 
 std::size_t Subscription::max_held() const noexcept { return shared_->max_held; }
 
 bool Subscription::wait_for(Position p, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(shared_->mu);
-  shared_->progress.wait_for(lock, timeout, [&] {
-    return shared_->position >= p || shared_->state == State::stopped ||
-           shared_->state == State::failed;
-  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  detail::MutexLock lock(shared_->mu);
+  while (shared_->position < p && shared_->state != State::stopped &&
+         shared_->state != State::failed) {
+    if (!shared_->progress.wait_until(lock, deadline)) break;
+  }
   return shared_->position >= p;
 }
 
