@@ -10,6 +10,7 @@
 
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
+#include "rows.hpp"
 #include "validation.hpp"
 
 namespace factum {
@@ -86,15 +87,10 @@ class Importer {
   };
 
   void read_head() {
-    sql_.query("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1", {},
-               [&](const SqlRow& row) {
-                 head_.position = static_cast<Position>(row.integer(0));
-                 const Bytes hash = row.blob(1);
-                 if (hash.size() != head_.hash.size()) {
-                   throw CorruptEventError(head_.position, "its hash is not 32 bytes");
-                 }
-                 std::memcpy(head_.hash.data(), hash.data(), hash.size());
-               });
+    sql_.query(detail::kHeadSql, {}, [&](const SqlRow& row) {
+      const Bytes hash = row.blob(1);
+      head_ = detail::head_of(static_cast<Position>(row.integer(0)), hash);
+    });
   }
 
   Stream& stream_of(const std::string& id) {

@@ -76,7 +76,7 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
                      "SELECT e.stream_version FROM streams s JOIN events e "
                      "ON e.stream_key = s.stream_key WHERE s.stream_id = ?1 "
                      "ORDER BY e.stream_version DESC LIMIT 1"),
-      head(db, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      head(db, kHeadSql),
       by_id(db, select_events("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
                               "WHERE e.event_id = ?1")
                     .c_str()),

@@ -108,4 +108,18 @@ void read_row(const Statement& s, RecordedEvent& out) {
   throw CorruptEventError(static_cast<Position>(position), problem);
 }
 
+Head head_of(Position position, std::span<const std::byte> hash) {
+  Head h;
+  h.position = position;
+  if (hash.size() != h.hash.size()) throw CorruptEventError(position, "its hash is not 32 bytes");
+  std::memcpy(h.hash.data(), hash.data(), h.hash.size());
+  return h;
+}
+
+Head read_head(Statement& s) {
+  StatementScope scope(s);
+  if (!s.step("reading the head of the log")) return Head{};
+  return head_of(static_cast<Position>(s.column_int(0)), s.column_blob(1));
+}
+
 }  // namespace factum::detail

@@ -1,9 +1,11 @@
 // Turning a selected row (kEventColumns) into a RecordedEvent, checking every column.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_store.hpp"
 #include "sqlite.hpp"
 
 namespace factum::detail {
@@ -14,6 +16,18 @@ std::string decode_row(const Statement& s, RecordedEvent& out);
 
 // As decode_row, but throws CorruptEventError naming the position when the row is malformed.
 void read_row(const Statement& s, RecordedEvent& out);
+
+// The newest event's position and hash: the one query every connection uses for it.
+inline constexpr const char* kHeadSql =
+    "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";
+
+// The head from a row of kHeadSql (a {0, zeros} head for an empty log): the one place that
+// checks a head hash. Throws CorruptEventError naming the position when the hash is not 32
+// bytes.
+Head head_of(Position position, std::span<const std::byte> hash);
+// Runs kHeadSql on `s` (prepared from it) and returns head_of its row. Throws StorageError,
+// CorruptEventError.
+Head read_head(Statement& s);
 
 // The stored bytes of an optional event id column (NULL or 16 bytes).
 bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out);

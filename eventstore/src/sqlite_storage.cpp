@@ -72,17 +72,7 @@ class SqliteStorage final : public Storage {
 
   Head head() override {
     auto conn = readers_->acquire();
-    Statement& s = conn->head;
-    StatementScope scope(s);
-    Head h;
-    if (!s.step("reading the head of the log")) return h;
-    h.position = static_cast<Position>(s.column_int(0));
-    const auto hash = s.column_blob(1);
-    if (hash.size() != h.hash.size())
-      throw CorruptEventError(h.position, "its hash is not 32 bytes");
-    std::transform(hash.begin(), hash.end(), h.hash.begin(),
-                   [](std::byte b) { return static_cast<std::uint8_t>(b); });
-    return h;
+    return read_head(conn->head);
   }
 
   std::optional<RecordedEvent> read_event(const EventId& id) override {

@@ -11,6 +11,7 @@ using namespace factum;
 using factum::test::make_event;
 using factum::test::make_events;
 using factum::test::raw_exec;
+using factum::test::raw_int;
 using factum::test::TempStore;
 using Problem = VerifyResult::Problem;
 
@@ -252,6 +253,36 @@ TEST_CASE("reading a malformed row throws CorruptEventError naming its position"
   } catch (const CorruptEventError& e) {
     CHECK(e.position() == 3);
   }
+}
+
+TEST_CASE("a newest event whose hash is not 32 bytes: head, append and import name it alike") {
+  TamperedStore t;
+  raw_exec(t.path, "UPDATE events SET hash = x'0102' WHERE position = 10");
+  auto names_position_10 = [](const CorruptEventError& e) {
+    CHECK(e.position() == 10);
+    CHECK(std::string(e.what()).find("hash is not 32 bytes") != std::string::npos);
+  };
+  try {
+    (void)t.store.head();
+    FAIL("head() accepted a damaged hash");
+  } catch (const CorruptEventError& e) {
+    names_position_10(e);
+  }
+  try {
+    t.store.append("s-9", ExpectedVersion::any(), make_events(1));
+    FAIL("append() chained onto a damaged hash");
+  } catch (const CorruptEventError& e) {
+    names_position_10(e);
+  }
+  RecordedEvent next;
+  next.position = 11;
+  try {
+    t.store.import_events(std::span<const RecordedEvent>(&next, 1));
+    FAIL("import_events() chained onto a damaged hash");
+  } catch (const CorruptEventError& e) {
+    names_position_10(e);
+  }
+  CHECK(raw_int(t.path, "SELECT count(*) FROM events") == 10);  // nothing written
 }
 
 TEST_CASE("verify names events removed from the end of the log") {
