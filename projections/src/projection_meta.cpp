@@ -57,13 +57,28 @@ bool meta_tables_exist(Sql& sql) {
 
 namespace {
 
+// Text written by this or an older release; anything else reads as stopped / async.
+ProjectionState state_from(std::string_view text) {
+  for (ProjectionState s :
+       {ProjectionState::catching_up, ProjectionState::running, ProjectionState::rebuilding,
+        ProjectionState::retrying, ProjectionState::stopped, ProjectionState::failed}) {
+    if (text == to_string(s)) return s;
+  }
+  return ProjectionState::stopped;
+}
+
+ProjectionMode mode_from(std::string_view text) {
+  return text == to_string(ProjectionMode::inline_append) ? ProjectionMode::inline_append
+                                                          : ProjectionMode::async;
+}
+
 ProjectionRow read_row(const SqlRow& r) {
   ProjectionRow row;
   row.name = r.text(0);
   row.version = static_cast<std::uint32_t>(r.integer(1));
   row.generation = static_cast<std::uint64_t>(r.integer(2));
-  row.mode = r.text(3);
-  row.state = r.text(4);
+  row.mode = mode_from(r.text(3));
+  row.state = state_from(r.text(4));
   row.rebuild_version = static_cast<std::uint32_t>(r.integer(5));
   row.rebuild_generation = static_cast<std::uint64_t>(r.integer(6));
   row.skipped = static_cast<std::uint64_t>(r.integer(7));
@@ -103,8 +118,8 @@ void save_row(Sql& sql, const ProjectionRow& row) {
       row.name,
       static_cast<std::int64_t>(row.version),
       static_cast<std::int64_t>(row.generation),
-      row.mode,
-      row.state,
+      std::string(to_string(row.mode)),
+      std::string(to_string(row.state)),
       static_cast<std::int64_t>(row.rebuild_version),
       static_cast<std::int64_t>(row.rebuild_generation),
       static_cast<std::int64_t>(row.skipped),
@@ -149,6 +164,10 @@ void drop_generation(Sql& sql, const std::string& projection, std::uint64_t gene
   }
   sql.execute("DELETE FROM factum_projection_tables WHERE projection = ?1 AND generation = ?2",
               {projection, static_cast<std::int64_t>(generation)});
+}
+
+std::string_view to_string(ProjectionMode mode) noexcept {
+  return mode == ProjectionMode::inline_append ? "inline" : "async";
 }
 
 std::string rebuild_checkpoint_name(const std::string& projection) {

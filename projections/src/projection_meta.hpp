@@ -19,12 +19,26 @@ struct ProjectionRow {
   std::string name;
   std::uint32_t version = 0;
   std::uint64_t generation = 0;
-  std::string mode = "async";
-  std::string state = "stopped";
+  ProjectionMode mode = ProjectionMode::async;
+  ProjectionState state = ProjectionState::stopped;
   std::uint32_t rebuild_version = 0;     // 0: no rebuild in progress
   std::uint64_t rebuild_generation = 0;  // the generation being built
   std::uint64_t skipped = 0;
   std::optional<ProjectionFailure> error;
+
+  friend bool operator==(const ProjectionRow&, const ProjectionRow&) = default;
+};
+
+// What the engine keeps of a ProjectionContext (its public header shows the user's part only).
+class ProjectionContextAccess {
+ public:
+  static void set_key(ProjectionContext& ctx, const IdempotencyKey& key) { ctx.key_ = key; }
+  // The context of a reset(): table() checks that each name is free in the file.
+  static void set_creating(ProjectionContext& ctx) noexcept { ctx.creating_ = true; }
+  // The tables reset() named through table().
+  static const std::set<std::string>& tables(const ProjectionContext& ctx) noexcept {
+    return ctx.tables_;
+  }
 };
 
 void create_meta_tables(Sql& sql);
@@ -42,6 +56,9 @@ void serve_generation(Sql& sql, const std::string& projection, std::uint64_t gen
                       std::uint64_t previous);
 // Drops the physical tables of `generation` and forgets them.
 void drop_generation(Sql& sql, const std::string& projection, std::uint64_t generation);
+
+// "inline" or "async", as the file stores a mode.
+std::string_view to_string(ProjectionMode mode) noexcept;
 
 // The checkpoint name of a projection's rebuild.
 std::string rebuild_checkpoint_name(const std::string& projection);

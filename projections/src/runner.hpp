@@ -1,132 +1,139 @@
 // One projection at work: its thread (catch-up, live batches, rebuilds) and, inline, its part
-// of each append's transaction. See projection_engine.hpp for the guarantees.
+// of each append's transaction. See projection_engine.hpp for the guarantees and
+// docs/projections.md ("The runner's states") for the state machine.
+//
+// The file is the state: every transaction (a batch on the thread, an inline append) starts
+// from the projection's row as the file has it inside that transaction, decides, and writes the
+// row back when it changed. Memory holds a copy for status(), published only once the
+// transaction that wrote it has committed: a batch's after write_sql returns, an inline
+// append's from the writer's outcome notice (AppendTransaction::on_outcome). A rolled-back
+// transaction publishes nothing, so nothing has to be undone or re-read afterwards.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "factum/detail/mutex.hpp"
 #include "factum/projections/projection_engine.hpp"
 #include "follower.hpp"
 #include "projection_meta.hpp"
 
-namespace factum {
+namespace factum::detail {
 
-class ProjectionEngine::Runner {
+class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
  public:
-  Runner(EventStore& store, std::shared_ptr<Projection> projection, ProjectionOptions options,
-         const EngineOptions& engine_options);
-  ~Runner();
-  Runner(const Runner&) = delete;
-  Runner& operator=(const Runner&) = delete;
+  // Checks the name and the options. Throws InvalidArgument.
+  ProjectionRunner(EventStore& store, std::shared_ptr<Projection> projection,
+                   ProjectionOptions options, const EngineOptions& engine_options);
+  ~ProjectionRunner();
+  ProjectionRunner(const ProjectionRunner&) = delete;
+  ProjectionRunner& operator=(const ProjectionRunner&) = delete;
 
   // Records the projection in the file (building generation 1 or starting a rebuild when
-  // needed), then starts the thread.
+  // needed), then starts the thread; inline, waits until appends apply it.
   // start(), stop() and restart() may be called from several threads at once: they take turns.
-  void start();
-  void stop() noexcept;
-  // Never throws a storage error: the thread records the new state and reloads the
-  // checkpoint itself, retrying with back-off.
-  void restart();
-  void request_rebuild();
-  // The inline part, inside an append's transaction.
-  void on_append(AppendTransaction& tx);
-  // After any commit of this process (on_appended): a failure recorded inline by the append
-  // that `committed` holds becomes the state status() and wait_for() see.
-  void publish_inline_failure(std::span<const RecordedEvent> committed);
+  void start() FACTUM_EXCLUDES(control_mu_, mu_);
+  void stop() noexcept FACTUM_EXCLUDES(control_mu_);
+  // Never throws a storage error: the thread records the new state itself, retrying with
+  // back-off.
+  void restart() FACTUM_EXCLUDES(control_mu_, mu_);
+  void request_rebuild() FACTUM_EXCLUDES(mu_);
+  // The inline part, inside an append's transaction (on_appending).
+  void on_append(AppendTransaction& tx) FACTUM_EXCLUDES(mu_);
 
   const std::string& name() const noexcept { return name_; }
-  ProjectionStatus status(Position head) const;
+  ProjectionStatus status(Position head) const FACTUM_EXCLUDES(mu_);
   // The serving checkpoint as the file has it, and whether the projection can still move.
   Position checkpoint() const;
-  bool halted() const;
+  bool halted() const FACTUM_EXCLUDES(mu_);
   // The serving read model was built by this code's version (false during a version rebuild).
-  bool serving_current() const;
+  bool serving_current() const FACTUM_EXCLUDES(mu_);
 
  private:
-  struct Target {  // what a batch writes: the serving generation, or the one being rebuilt
-    std::string checkpoint;  // the checkpoint's name
-    detail::LogFollower* follower;
-    bool rebuild;
+  // What a transaction decided, published once it committed.
+  struct Decision {
+    std::uint64_t turn = 0;  // orders publications as the writer ordered the transactions
+    ProjectionRow stored;    // the row as the file had it when the transaction began
+    ProjectionRow row;       // as the transaction leaves it
+    std::optional<ProjectionState> state;  // unset: keep the state shown
+    bool live = false;                     // inline: appends apply the projection from now on
   };
 
-  void setup();
-  void begin_rebuild(Sql& sql, detail::ProjectionRow& row);
-  void run() noexcept;
-  // Stops the thread; the caller holds control_mu_.
-  void halt() noexcept;
-  // After a thread error: reports it, then sleeps the back-off. Returns false when stopped.
-  bool recover(std::exception_ptr error, detail::Backoff& backoff) noexcept;
-  void report(std::exception_ptr error);
-  // Takes the record and the checkpoints back from the file (after restart(), or after a storage
-  // error that may have rolled back what a transaction had changed in memory).
-  void resync();
-  bool step();
-  void take_rebuild_request();
-  bool store_batch(const Target& target);
-  bool external_batch();
-  void apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events);
-  // Applies events one by one under savepoints, handling failures by policy. Returns the
-  // checkpoint to save (the last event's position, or the one before a stopping failure).
-  Position apply_careful(Sql* sql, ProjectionContext& ctx, std::span<const RecordedEvent> events,
-                         Position end);
-  bool apply_one(Sql* sql, ProjectionContext& ctx, const RecordedEvent& e);
-  void record_failure(const RecordedEvent& e, const std::string& message);
-  // Once the transaction holding a recorded stopping failure has committed: status() and
-  // wait_for() see it.
-  void publish_failure();
-  enum class Resolution { none, holds, cleared };
-  Resolution resolve_inline_failure(Sql& sql);
-  void swap_in(Sql& sql, Position at);
+  // Setup and the thread (the thread's own members are touched by it alone, or before it
+  // starts).
+  void setup() FACTUM_EXCLUDES(mu_);
+  void begin_rebuild(Sql& sql, ProjectionRow& row);
+  void run() noexcept FACTUM_EXCLUDES(mu_);
+  void halt() noexcept FACTUM_REQUIRES(control_mu_);
+  bool recover(std::exception_ptr error, Backoff& backoff) noexcept FACTUM_EXCLUDES(mu_);
+  void report(std::exception_ptr error) FACTUM_EXCLUDES(mu_);
+  bool step() FACTUM_EXCLUDES(mu_);
+  void take_restart() FACTUM_EXCLUDES(mu_);
+  void take_rebuild_request() FACTUM_EXCLUDES(mu_);
+  bool store_batch(bool rebuild) FACTUM_EXCLUDES(mu_);
+  bool external_batch() FACTUM_EXCLUDES(mu_);
   void report_progress(bool finished);
-  void save_state();
-  bool adopt_row(Sql& sql);
-  void set_state(ProjectionState s);
-  bool wants(const RecordedEvent& e) const;
 
+  // Inside a transaction: the file's row and a turn number.
+  Decision open_turn(Sql& sql) FACTUM_EXCLUDES(mu_);
+  // Writes the row when the transaction changed it.
+  static void save(Sql& sql, const Decision& d);
+  // Once the transaction of `d` committed: status() shows it (unless a later transaction's
+  // decision was shown already).
+  void publish(const Decision& d) FACTUM_EXCLUDES(mu_);
+  // The state the thread shows for `row` once its batch ended (caught up or not).
+  ProjectionState next_state(const ProjectionRow& row, bool caught_up) const;
+
+  // Applying events.
+  void apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events);
+  // One by one, each under a savepoint (store target), failures recorded in `row` by policy.
+  // Returns the checkpoint to save: `end`, or the position before a stopping failure.
+  Position apply_careful(Sql* sql, ProjectionContext& ctx, std::span<const RecordedEvent> events,
+                         Position end, ProjectionRow& row);
+  void swap_in(Sql& sql, ProjectionRow& row, Position at);
+  bool wants(const RecordedEvent& e) const;
+  bool is_rebuilding(const ProjectionRow& row) const noexcept {
+    return row.rebuild_generation != 0 && row.rebuild_version == version_;
+  }
+
+  // Constant after construction.
   EventStore& store_;
   std::shared_ptr<Projection> projection_;
-  ProjectionOptions options_;
+  const ProjectionOptions options_;
   const EngineOptions& engine_options_;
-  std::string name_;
-  std::uint32_t version_;
-  std::vector<std::string> types_;
+  const std::string name_;
+  const std::uint32_t version_;
+  const std::vector<std::string> types_;
 
-  detail::LogFollower follower_;
-  detail::LogFollower rebuild_follower_;
-  std::unique_ptr<detail::Wakeup> wakeup_;
-  std::mutex control_mu_;  // start, stop and restart take turns
-  std::thread thread_;
-  std::atomic<bool> resync_{false};  // the thread resyncs before its next step
+  // The thread's own.
+  LogFollower follower_;
+  LogFollower rebuild_follower_;
   std::vector<RecordedEvent> batch_;
-
-  // Written by the projection's thread or, inline, inside the writer: guarded by mu_.
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  detail::ProjectionRow row_;
-  ProjectionState state_ = ProjectionState::stopped;
-  bool serving_current_ = false;  // the serving generation was built by this code's version
-  std::atomic<bool> rebuilding_{false};
-  bool rebuild_requested_ = false;
-  std::atomic<bool> active_{false};  // inline: the hook applies appends
-  std::atomic<bool> failed_{false};
-  // A failure recorded by an inline append, not reported yet: that append's first event.
-  struct InlineFailure {
-    Position first_position;
-    EventId first_id;
-  };
-  std::optional<InlineFailure> inline_failure_;  // guarded by mu_
-
-  // Rebuild progress.
+  bool reload_ = true;  // external target: reload the follower from the checkpoint first
   std::chrono::steady_clock::time_point rebuild_started_{};
   std::chrono::steady_clock::time_point last_report_{};
   Position rebuild_start_position_ = 0;
+
+  const std::unique_ptr<Wakeup> wakeup_;  // thread-safe (follower.hpp)
+  Mutex control_mu_;                      // start, stop and restart take turns
+  std::thread thread_ FACTUM_GUARDED_BY(control_mu_);
+
+  // What status() shows, written by the thread and, inline, by appending threads.
+  mutable Mutex mu_;
+  mutable CondVar changed_;
+  ProjectionState state_ FACTUM_GUARDED_BY(mu_) = ProjectionState::stopped;
+  ProjectionRow row_ FACTUM_GUARDED_BY(mu_);        // as last committed (the error: as last seen)
+  std::uint64_t turns_ FACTUM_GUARDED_BY(mu_) = 0;  // transactions opened
+  std::uint64_t row_turn_ FACTUM_GUARDED_BY(mu_) = 0;    // the turn row_ comes from
+  std::uint64_t state_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn state_ comes from
+  bool live_ FACTUM_GUARDED_BY(mu_) = false;             // inline: appends apply it
+  bool rebuild_requested_ FACTUM_GUARDED_BY(mu_) = false;
+  bool restart_requested_ FACTUM_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace factum
+}  // namespace factum::detail

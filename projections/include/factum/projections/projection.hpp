@@ -40,6 +40,9 @@
 #include "factum/eventstore/sql.hpp"
 
 namespace factum {
+namespace detail {
+class ProjectionContextAccess;
+}
 
 // Identifies an event for an external, at-least-once target: apply an effect only if its key
 // was not applied before. The position orders keys; the id is unique across stores.
@@ -80,13 +83,8 @@ class ProjectionContext {
   std::uint64_t generation() const noexcept { return generation_; }
   const std::string& projection() const noexcept { return projection_; }
 
-  // Used by the engine.
-  void set_key(const IdempotencyKey& key) { key_ = key; }
-  const std::set<std::string>& tables_named() const noexcept { return tables_; }
-  // The context of a reset(): table() checks that each name is free in the file.
-  void set_creating(bool creating) noexcept { creating_ = creating; }
-
  private:
+  friend class detail::ProjectionContextAccess;  // the engine's view (projections/src)
   void check_free(std::string_view logical);
 
   Sql* sql_;

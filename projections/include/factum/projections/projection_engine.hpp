@@ -99,6 +99,8 @@ struct ProjectionFailure {
   Position position = 0;   // the event that failed
   std::string event_type;  // its type
   std::string message;     // what apply threw
+
+  friend bool operator==(const ProjectionFailure&, const ProjectionFailure&) = default;
 };
 
 struct ProjectionStatus {
@@ -183,10 +185,7 @@ class ProjectionEngine {
   // tools. head/lag are filled; state is as last recorded. Throws StorageError.
   static std::vector<ProjectionStatus> recorded(const EventStore& store);
 
-  class Runner;
-
  private:
-  Runner& find(std::string_view name) const;
   EventStore& store_;
   EngineOptions options_;
   struct Impl;
