@@ -159,17 +159,19 @@ SqlSavepoint::~SqlSavepoint() {
   }
 }
 
+// Each closes the scope only once its statements succeeded: a RELEASE that failed leaves the
+// savepoint for rollback() (and the destructor) to undo.
 void SqlSavepoint::release() {
   if (!open_) return;
-  open_ = false;
   sql_.execute("RELEASE factum_scope");
+  open_ = false;
 }
 
 void SqlSavepoint::rollback() {
   if (!open_) return;
-  open_ = false;
   sql_.execute("ROLLBACK TO factum_scope");
   sql_.execute("RELEASE factum_scope");
+  open_ = false;
 }
 
 }  // namespace factum

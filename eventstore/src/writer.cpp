@@ -199,16 +199,18 @@ class Writer::Savepoint {
   }
   Savepoint(const Savepoint&) = delete;
   Savepoint& operator=(const Savepoint&) = delete;
+  // Each closes the scope only once its statements succeeded: a RELEASE that failed leaves
+  // the savepoint for rollback() (and the destructor) to undo.
   void release() {
     if (!open_) return;
-    open_ = false;
     w_.run(w_.release_, "finishing an append");
+    open_ = false;
   }
   void rollback() {
     if (!open_) return;
-    open_ = false;
     w_.run(w_.rollback_to_, "undoing an append");
     w_.run(w_.release_, "undoing an append");
+    open_ = false;
   }
 
  private:

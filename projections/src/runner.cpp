@@ -93,7 +93,7 @@ ProjectionRunner::Decision ProjectionRunner::open_turn(Sql& sql) {
   d.stored = file ? *file : row_;
   d.row = d.stored;
   // A storage error being retried stays the last failure, and is recorded with this turn.
-  if (state_ == ProjectionState::retrying) d.row.error = row_.error;
+  if (retry_error_) d.row.error = retry_error_;
   return d;
 }
 
@@ -111,9 +111,11 @@ void ProjectionRunner::publish(const Decision& d) {
     if (d.state && d.turn > state_turn_) {
       state_turn_ = d.turn;
       state_ = *d.state;
+      if (d.live) live_ = true;
+      if (state_ == ProjectionState::failed) live_ = false;
     }
-    if (d.live) live_ = true;
-    if (d.state == ProjectionState::failed) live_ = false;
+    // Stored now: the error being retried is no longer only in memory.
+    if (retry_error_ && d.row.error == retry_error_) retry_error_.reset();
   }
   changed_.notify_all();
 }
@@ -136,7 +138,9 @@ void ProjectionRunner::start() {
   // Inline means inline once add() returns: wait until appends apply it (or it failed, is
   // retrying after a storage error, or rebuilds a new version).
   MutexLock lock(mu_);
-  while (!live_ && state_ == ProjectionState::catching_up && !is_rebuilding(row_))
+  while (!live_ &&
+         (state_ == ProjectionState::catching_up || state_ == ProjectionState::rebuilding) &&
+         row_.version == version_)
     changed_.wait_for(lock, std::chrono::milliseconds(5));
 }
 
@@ -170,6 +174,7 @@ void ProjectionRunner::setup() {
       CheckpointStore::save(sql, name_, 0);
     } else if (is_rebuilding(row)) {
       // Resume the rebuild this version started.
+      progress_generation_ = row.rebuild_generation;
       rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
       rebuild_start_position_ = CheckpointStore::load(sql, rebuild_checkpoint_name(name_));
     } else if (row.version != version_) {
@@ -202,6 +207,7 @@ void ProjectionRunner::begin_rebuild(Sql& sql, ProjectionRow& row) {
   row.rebuild_version = version_;
   row.rebuild_generation = generation;
   CheckpointStore::save(sql, rebuild_checkpoint_name(name_), 0);
+  progress_generation_ = generation;
   rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
   rebuild_start_position_ = 0;
 }
@@ -251,15 +257,20 @@ bool ProjectionRunner::recover(std::exception_ptr error, Backoff& backoff) noexc
 void ProjectionRunner::report(std::exception_ptr error) {
   const bool transient = is_transient(error);
   const ProjectionFailure failure{follower_.position() + 1, "", describe(error)};
+  bool stops = false;  // this error fails the projection now
   {
     MutexLock lock(mu_);
-    if (state_ == ProjectionState::failed) return;
-    row_.error = failure;
-    state_ = transient ? ProjectionState::retrying : ProjectionState::failed;
-    state_turn_ = turns_;
-    if (!transient) {
-      row_.state = ProjectionState::failed;
-      live_ = false;
+    if (state_ != ProjectionState::failed) {
+      state_ = transient ? ProjectionState::retrying : ProjectionState::failed;
+      state_turn_ = turns_;
+      if (transient) {
+        retry_error_ = failure;
+      } else {
+        row_.error = failure;
+        row_.state = ProjectionState::failed;
+        live_ = false;
+        stops = true;
+      }
     }
   }
   changed_.notify_all();
@@ -270,7 +281,7 @@ void ProjectionRunner::report(std::exception_ptr error) {
       // on_error must not throw; a throwing one must not stop the retries.
     }
   }
-  if (transient) return;
+  if (!stops) return;
   Decision d;
   store_.write_sql([&](Sql& sql) {
     d = open_turn(sql);
@@ -284,12 +295,20 @@ void ProjectionRunner::report(std::exception_ptr error) {
 
 // One round of the state machine: requests first, then a batch of each target.
 bool ProjectionRunner::step() {
+  if (reload_) {
+    // After an error a follower may hold a half-read range: both start afresh. A store
+    // target's batch reloads its checkpoint inside the write lock; an external one's here.
+    const bool external = options_.target == ProjectionTarget::external;
+    follower_.restart(external ? read_checkpoint(store_, name_) : 0);
+    rebuild_follower_.restart(0);
+    reload_ = false;
+  }
   take_restart();
-  take_rebuild_request();
   {
     MutexLock lock(mu_);
-    if (state_ == ProjectionState::failed) return true;
+    if (state_ == ProjectionState::failed) return true;  // a rebuild() waits for restart()
   }
+  take_rebuild_request();
   if (options_.target == ProjectionTarget::external) return external_batch();
   const bool serving_idle = store_batch(false);
   {
@@ -367,22 +386,33 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   Decision d;
   bool idle = false;
   bool swapped = false;
+  bool ran = false;  // the target was this code's to write
   Position end = 0;
   auto body = [&](Sql& sql, bool careful) {
     d = open_turn(sql);
     ProjectionRow& row = d.row;
     swapped = false;
+    ran = false;
     idle = true;
     if (row.state == ProjectionState::failed) {  // another engine's failure: shown as it is
       d.state = ProjectionState::failed;
+      save(sql, d);
       return;
     }
     if (rebuild ? !is_rebuilding(row) : row.version != version_) {
       // Nothing of this code's to write: another engine swapped, or runs a newer version.
       d.state = next_state(row, true);
+      save(sql, d);
       return;
     }
+    ran = true;
     const Position saved = CheckpointStore::load(sql, checkpoint);
+    if (rebuild && row.rebuild_generation != progress_generation_) {
+      // A rebuild this thread had not seen yet (another engine started it): time it from here.
+      progress_generation_ = row.rebuild_generation;
+      rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
+      rebuild_start_position_ = saved;
+    }
     if (saved != follower.position()) follower.restart(saved);
     batch_.clear();
     const bool at_end = follower.next(batch_, options_.batch_size);
@@ -417,7 +447,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   if (swapped) {
     follower_.restart(end);
     report_progress(true);
-  } else if (rebuild) {
+  } else if (rebuild && ran) {
     report_progress(false);
   }
   return idle;
@@ -455,18 +485,15 @@ Position ProjectionRunner::apply_careful(Sql* sql, ProjectionContext& ctx,
 // External target: the handler runs outside any transaction; the checkpoint (and any failure)
 // is saved after the batch: at least once.
 bool ProjectionRunner::external_batch() {
-  if (reload_) {
-    follower_.restart(read_checkpoint(store_, name_));
-    reload_ = false;
-  }
   batch_.clear();
   const Position before = follower_.position();
   const bool at_end = follower_.next(batch_, options_.batch_size);
-  ProjectionRow row;
+  ProjectionRow delivered;  // the version and generation the batch was delivered for
   {
     MutexLock lock(mu_);
-    row = row_;
+    delivered = row_;
   }
+  ProjectionRow row = delivered;
   ProjectionContext ctx(nullptr, name_, row.generation);
   const Position end = apply_careful(nullptr, ctx, batch_, follower_.position(), row);
   const ProjectionState next = next_state(row, at_end);
@@ -475,16 +502,27 @@ bool ProjectionRunner::external_batch() {
     if (end == before && row == row_ && state_ == next) return at_end;  // nothing to record
   }
   Decision d;
+  bool moved = false;  // another engine reset the target meanwhile
   store_.write_sql([&](Sql& sql) {
     d = open_turn(sql);
-    d.row.error = row.error;
-    d.row.skipped = row.skipped;
+    moved = d.row.version != delivered.version || d.row.generation != delivered.generation;
+    if (moved) {
+      d.state = next_state(d.row, false);  // its checkpoint stands; this batch's does not
+      save(sql, d);
+      return;
+    }
+    d.row.skipped += row.skipped - delivered.skipped;
+    if (row.error != delivered.error) d.row.error = row.error;
     d.row.state = next;
     d.state = next;
     if (end != before) CheckpointStore::save(sql, name_, end);
     save(sql, d);
   });
   publish(d);
+  if (moved) {
+    reload_ = true;
+    return false;
+  }
   if (next == ProjectionState::failed) follower_.restart(end);
   return at_end || next == ProjectionState::failed;
 }
@@ -628,7 +666,7 @@ ProjectionStatus ProjectionRunner::status(Position head) const {
     s.generation = row_.generation;
     s.state = state_;
     s.skipped = row_.skipped;
-    s.error = row_.error;
+    s.error = retry_error_ ? retry_error_ : row_.error;
     rebuilding = is_rebuilding(row_);
   }
   s.name = name_;

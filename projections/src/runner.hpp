@@ -114,10 +114,11 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   LogFollower follower_;
   LogFollower rebuild_follower_;
   std::vector<RecordedEvent> batch_;
-  bool reload_ = true;  // external target: reload the follower from the checkpoint first
+  bool reload_ = true;  // the followers start afresh (thread start, after an error)
   std::chrono::steady_clock::time_point rebuild_started_{};
   std::chrono::steady_clock::time_point last_report_{};
   Position rebuild_start_position_ = 0;
+  std::uint64_t progress_generation_ = 0;  // the rebuild the progress figures are about
 
   const std::unique_ptr<Wakeup> wakeup_;  // thread-safe (follower.hpp)
   Mutex control_mu_;                      // start, stop and restart take turns
@@ -132,6 +133,8 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   std::uint64_t row_turn_ FACTUM_GUARDED_BY(mu_) = 0;    // the turn row_ comes from
   std::uint64_t state_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn state_ comes from
   bool live_ FACTUM_GUARDED_BY(mu_) = false;             // inline: appends apply it
+  // The storage error being retried, until a committed turn has stored it in the row.
+  std::optional<ProjectionFailure> retry_error_ FACTUM_GUARDED_BY(mu_);
   bool rebuild_requested_ FACTUM_GUARDED_BY(mu_) = false;
   bool restart_requested_ FACTUM_GUARDED_BY(mu_) = false;
 };

@@ -204,6 +204,26 @@ TEST_CASE("policy stop: restart after a fix resumes at the failed event") {
   CHECK(ProjectionEngine::recorded(t.store).at(0).checkpoint == 18);
 }
 
+TEST_CASE("policy stop: rebuild() of a failed projection waits for restart()") {
+  TempStore t;
+  append_with_boom(t.store);
+  FailingSetup f(t.store, FailurePolicy::stop);
+  REQUIRE(has_failed(f.engine, "failing"));
+  f.engine.rebuild("failing");
+  std::this_thread::sleep_for(100ms);  // the thread is woken; it must leave the request be
+  CHECK(f.engine.status("failing").state == ProjectionState::failed);
+  CHECK(f.engine.status("failing").generation == 1);
+  CHECK_FALSE(schema_has(t.store, "table", "failing__g2"));
+
+  f.broken = false;
+  f.engine.restart("failing");  // now the rebuild runs, and swaps in
+  REQUIRE(eventually([&] {
+    const ProjectionStatus s = f.engine.status("failing");
+    return s.generation == 2 && s.state == ProjectionState::running && s.checkpoint == 15;
+  }));
+  CHECK(read_model(t.store, "failing") == fold_log(t.store));
+}
+
 TEST_CASE("policy skip: the failing event is skipped, counted and recorded, the rest applied") {
   TempStore t;
   append_with_boom(t.store);
@@ -252,6 +272,7 @@ class Mailer : public Projection {
     sink_.total = 0;
   }
   void apply(const RecordedEvent& e, ProjectionContext& ctx) override {
+    if (before_apply) before_apply(e);
     if (refuses_sql(ctx)) ++sql_refused;
     if (ctx.key().position != e.position || ctx.key().id != e.id) ++wrong_keys;
     const std::string key = ctx.key().to_string();
@@ -261,6 +282,7 @@ class Mailer : public Projection {
     if (sink_.keys.insert(key).second) sink_.total += payload_number(e);
   }
 
+  std::function<void(const RecordedEvent&)> before_apply;  // set before add()
   std::atomic<int> resets{0};
   std::atomic<int> sql_refused{0};
   std::atomic<int> wrong_keys{0};
@@ -365,6 +387,43 @@ TEST_CASE("external: rebuild resets the target and replays the log from position
   CHECK(sink.keys.size() == 30);
   CHECK(sink.total == payload_sum(t.store));
   CHECK(sink.positions[30] == 1);
+}
+
+TEST_CASE("external: a batch delivered before another engine's rebuild does not save over it") {
+  TempStore t;
+  append_numbers(t.store, 20);
+  Sink sink_a;
+  Sink sink_b;
+  Gate gate;
+  auto a = std::make_shared<Mailer>(sink_a);
+  a->before_apply = [&gate](const RecordedEvent& e) {
+    if (e.position == 5) gate.arrive_and_wait();
+  };
+  ProjectionEngine engine_a(t.store);
+  engine_a.add(a, kExternal);
+  REQUIRE(gate.wait_reached());  // engine A is inside its first batch (1-8), generation 1
+
+  std::atomic<bool> broken{false};
+  auto b = std::make_shared<Mailer>(sink_b);
+  b->before_apply = [&broken](const RecordedEvent&) {
+    if (broken) throw std::runtime_error("the new target refuses");
+  };
+  ProjectionEngine engine_b(t.store);
+  engine_b.add(b, kExternal);
+  REQUIRE(engine_b.wait_for("mailer", 20, kWait));
+  broken = true;
+  engine_b.rebuild("mailer");  // generation 2, target reset, checkpoint 0; fails at 1
+  REQUIRE(has_failed(engine_b, "mailer"));
+  REQUIRE(saved_checkpoint(t.store, "mailer") == 0);
+
+  gate.open();  // A ends its generation-1 batch: it must not save checkpoint 8 over the reset
+  REQUIRE(has_failed(engine_a, "mailer"));
+  CHECK(saved_checkpoint(t.store, "mailer") == 0);
+  const std::vector<ProjectionStatus> recorded = ProjectionEngine::recorded(t.store);
+  REQUIRE(recorded.size() == 1);
+  CHECK(recorded[0].generation == 2);
+  CHECK(recorded[0].state == ProjectionState::failed);
+  CHECK(engine_a.status("mailer").generation == 2);
 }
 
 TEST_SUITE_END();

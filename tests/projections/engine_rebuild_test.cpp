@@ -210,4 +210,37 @@ TEST_CASE("a rebuild interrupted by the engine's end resumes on restart and comp
   CHECK_FALSE(schema_has(t.store, "table", "counts__g1"));
 }
 
+TEST_CASE("inline: add() while a same-version rebuild resumes waits until appends apply it") {
+  TempStore t;
+  append_numbers(t.store, 300);
+  Gate gate;
+  auto first = std::make_shared<Fold>();
+  first->after_write = [&](const RecordedEvent& e, ProjectionContext& ctx) {
+    if (ctx.generation() != 2) return;
+    if (e.position == 100) gate.arrive_and_wait();
+    if (e.position > 100) std::this_thread::sleep_for(2ms);  // room for stop() to land
+  };
+  auto engine = std::make_unique<ProjectionEngine>(t.store);
+  engine->add(first, {.mode = ProjectionMode::inline_append, .batch_size = 16});
+  engine->rebuild("fold");
+  REQUIRE(gate.wait_reached());
+  std::thread stopper([&] { engine.reset(); });
+  std::this_thread::sleep_for(50ms);
+  gate.open();
+  stopper.join();
+  REQUIRE(ProjectionEngine::recorded(t.store).at(0).state == ProjectionState::rebuilding);
+
+  append_numbers(t.store, 40, 301);  // a gap the serving generation catches up first
+  auto second = std::make_shared<Fold>();
+  second->after_write = [](const RecordedEvent&, ProjectionContext& ctx) {
+    if (ctx.generation() == 1) std::this_thread::sleep_for(2ms);
+  };
+  ProjectionEngine again(t.store);
+  again.add(second, {.mode = ProjectionMode::inline_append, .batch_size = 16});
+  append_numbers(t.store, 1, 341);
+  CHECK(read_model(t.store) == fold_log(t.store));  // applied inside the append
+  REQUIRE(again.wait_for("fold", 341, kWait));
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
 TEST_SUITE_END();
