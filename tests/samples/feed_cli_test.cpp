@@ -201,7 +201,9 @@ TEST_CASE(
   refused(f, "unfollow carol alice", "'carol' does not follow 'alice'");
   refused(f, "feed zed", "unknown user 'zed'");
   refused(f, "--at yesterday like carol 1",
-          "malformed time 'yesterday': use YYYY-MM-DDTHH:MM[:SS]Z (UTC)");
+          "malformed time 'yesterday': use a real UTC time YYYY-MM-DDTHH:MM[:SS]Z");
+  refused(f, "--at 2024-02-30T10:00Z like carol 1",
+          "malformed time '2024-02-30T10:00Z': use a real UTC time YYYY-MM-DDTHH:MM[:SS]Z");
   refused(f, "demo", "'feed.db' already holds 6 events; `factum-feed demo --fresh` replaces them");
   refused(f, "demo --users 1 --fresh", "demo users must be between 2 and 1000, not 1");
 }
