@@ -37,7 +37,8 @@ struct CommandLine {
 void run_command(const CommandLine& line, std::ostream& out);
 
 // Parses argv and runs the command: 0 on success; 1 with "factum-orders: <message>" on `err`
-// for a failed command; CLI11's own exit code (and message) for a usage error.
+// for a failed command; 2 with "factum-orders: <message> (see factum-orders --help)" for a
+// usage error (cli_errors.hpp). Messages are escaped (factum::printable).
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace orders

@@ -294,8 +294,8 @@ DemoResult run_demo(factum::EventStore& store, const DemoOptions& options, std::
 }
 
 void run_demo_command(const CommandLine& line, std::ostream& out) {
-  if (line.demo_orders < 1 || line.demo_orders > 100000) {
-    throw BadInput("demo: --orders must be from 1 to 100000");
+  if (line.demo_orders < 1 || line.demo_orders > kMaxDemoOrders) {
+    throw BadInput("demo: --orders must be from 1 to " + std::to_string(kMaxDemoOrders));
   }
   if (std::filesystem::exists(line.db)) {
     factum::Position head = 0;

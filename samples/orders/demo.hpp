@@ -20,6 +20,9 @@
 
 namespace orders {
 
+// The most orders a demo places (--orders).
+inline constexpr std::size_t kMaxDemoOrders = 100000;
+
 struct DemoOptions {
   std::size_t orders = 800;  // orders placed (ids o-1 .. o-<orders>)
   std::uint32_t seed = 42;   // the random generator's seed
