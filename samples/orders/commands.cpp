@@ -13,6 +13,7 @@
 #include "orders/order_service.hpp"
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
+#include "own_store.hpp"
 
 namespace orders {
 
@@ -22,14 +23,6 @@ std::string pad(std::string_view text, std::size_t width) {
   std::string out(text);
   if (out.size() < width) out.append(width - out.size(), ' ');
   return out;
-}
-
-// Opens the store; unless `create`, refuses a file that does not exist.
-factum::EventStore open_store(const std::filesystem::path& db, bool create) {
-  if (!create && !std::filesystem::exists(db)) {
-    throw Error("no store at " + db.string() + " (place an order or run the demo first)");
-  }
-  return factum::EventStore::open(db);
 }
 
 // --- Commands that write ---------------------------------------------------------------------
@@ -211,6 +204,17 @@ void print_search(const CommandLine& line, std::ostream& out) {
 }
 
 }  // namespace
+
+factum::EventStore open_store(const std::filesystem::path& db, bool create) {
+  if (!create && !std::filesystem::exists(db)) {
+    throw Error("no store at " + db.string() + " (place an order or run the demo first)");
+  }
+  factum::EventStore store = factum::EventStore::open(db);
+  static const factum::samples::StoreOwner kOrders{
+      "factum-orders", {std::string(kCategory)}, factum::samples::event_types_of<OrderEvent>()};
+  factum::samples::require_own_store(store, kOrders);
+  return store;
+}
 
 void run_command(const CommandLine& line, std::ostream& out) {
   static const std::map<std::string, std::function<void(const CommandLine&, std::ostream&)>,

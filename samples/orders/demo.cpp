@@ -300,7 +300,8 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
   if (std::filesystem::exists(line.db)) {
     factum::Position head = 0;
     {
-      factum::EventStore existing = factum::EventStore::open(line.db);  // not a store: throws
+      // Throws for a file that is not a factum store, or a store that is not the orders'.
+      factum::EventStore existing = open_store(line.db, false);
       head = existing.head_position();
     }
     if (head > 0 && !line.fresh) {
