@@ -143,7 +143,8 @@ void show(const CommandLine& line, std::ostream& out) {
   }
 }
 
-// Opens the store and brings every read model up to date, for a query.
+// Opens the store and brings every read model up to date, for a query. Check the query's input
+// first: bringing the read models up to date writes to the file.
 struct QuerySession {
   explicit QuerySession(const CommandLine& line) : store(open_store(line.db, false)) {
     ReadModels(store).catch_up();
@@ -152,6 +153,7 @@ struct QuerySession {
 };
 
 void print_board(const CommandLine& line, std::ostream& out) {
+  if (!line.status.empty()) check_status(line.status);
   QuerySession session(line);
   const auto rows = board(session.store, line.limit, line.status);
   out << pad("order", 12) << pad("customer", 20) << pad("status", 11) << pad("total", 11)
@@ -194,13 +196,14 @@ void print_outbox(const CommandLine& line, std::ostream& out) {
 }
 
 void print_search(const CommandLine& line, std::ostream& out) {
+  SearchIndex::check_query(line.text);
   QuerySession session(line);
   const std::vector<SearchHit> hits = SearchIndex::search(session.store, line.text);
   for (const SearchHit& h : hits) {
     out << pad(h.order_id, 12) << pad(h.customer, 20) << pad(h.status, 11) << h.skus << "\n";
   }
-  out << hits.size() << (hits.size() == 1 ? " order matches '" : " orders match '") << line.text
-      << "'\n";
+  out << hits.size() << (hits.size() == 1 ? " order matches '" : " orders match '")
+      << factum::printable(line.text) << "'\n";
 }
 
 }  // namespace

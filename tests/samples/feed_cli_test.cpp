@@ -317,6 +317,32 @@ TEST_CASE("factum-feed: every usage error exits 2 and leaves the store byte for 
       });
 }
 
+TEST_CASE("factum-feed: every refused command leaves the store byte for byte unchanged") {
+  Network net;
+  factum::test::check_refusals(
+      net.folder, net.db,
+      {
+          {{"join", "alice"}, 1, "user 'alice' exists already"},
+          {{"join", "Bob!"}, 1, "malformed user name 'Bob!'"},
+          {{"post", "zed", "hi"}, 1, "unknown user 'zed'"},
+          {{"post", "alice", ""}, 1, "post text is empty"},
+          {{"post", "alice", std::string(281, 'x')}, 1, "post text is 281 characters"},
+          {{"post", "alice", "two\nlines"}, 1, "post text must be one line"},
+          {{"post", "alice", "bad \xff byte"}, 1, "post text is not valid UTF-8"},
+          {{"like", "carol", "99"}, 1, "unknown post #99"},
+          {{"like", "bob", "1"}, 1, "'bob' already likes post #1"},
+          {{"like", "bob", "one"}, 1, "malformed post id 'one'"},
+          {{"like", "zed", "1"}, 1, "unknown user 'zed'"},
+          {{"follow", "bob", "bob"}, 1, "a user cannot follow themself ('bob')"},
+          {{"follow", "bob", "alice"}, 1, "'bob' already follows 'alice'"},
+          {{"follow", "bob", "zed"}, 1, "unknown user 'zed'"},
+          {{"unfollow", "carol", "alice"}, 1, "'carol' does not follow 'alice'"},
+          {{"feed", "zed"}, 1, "unknown user 'zed'"},
+          {{"feed", "Zed"}, 1, "malformed user name 'Zed'"},
+          {{"demo"}, 1, "'feed.db' already holds 6 events"},
+      });
+}
+
 TEST_CASE("factum-feed --at takes only real UTC times, to the second") {
   Network net;
   std::vector<Refusal> refusals;

@@ -260,6 +260,48 @@ TEST_CASE("factum-orders: every usage error exits 2 and leaves the store byte fo
       });
 }
 
+TEST_CASE("factum-orders: every refused input leaves the store byte for byte unchanged") {
+  Shop shop;
+  factum::test::check_refusals(
+      shop.folder, shop.db,
+      {
+          {{"place", "o-9", "ann", "mug-01:1:12.505"}, 1, "malformed amount '12.505'"},
+          {{"place", "o-9", "ann", "mug-01:1:0"}, 1, "malformed amount '0'"},
+          {{"place", "o-9", "ann", "mug-01:two:1"}, 1, "bad quantity 'two'"},
+          {{"place", "o-9", "ann", "mug-01"}, 1, "bad item 'mug-01'"},
+          {{"place", "o-9", "ann", "mug-01:1:1", "mug-01:2:1"}, 1, "SKU 'mug-01' is listed twice"},
+          {{"place", "o-9", "ann smith", "mug-01:1:1"}, 1, "bad customer 'ann smith'"},
+          {{"place", "o 9", "ann", "mug-01:1:1"}, 1, "bad order id 'o 9'"},
+          {{"pay", "o/1"}, 1, "bad order id 'o/1'"},
+          {{"show", "_o"}, 1, "bad order id '_o'"},
+          {{"search", " "}, 1, "search: give at least one word"},
+          {{"board", "--status", "lost"}, 1, "unknown status 'lost'"},
+      });
+}
+
+TEST_CASE(
+    "factum-orders: every command the rules refuse leaves the store byte for byte unchanged") {
+  Shop shop;
+  factum::test::check_refusals(
+      shop.folder, shop.db,
+      {
+          {{"pay", "o-9"}, 1, "unknown order o-9"},
+          {{"ship", "o-9"}, 1, "unknown order o-9"},
+          {{"deliver", "o-9"}, 1, "unknown order o-9"},
+          {{"cancel", "o-9"}, 1, "unknown order o-9"},
+          {{"refund", "o-9"}, 1, "unknown order o-9"},
+          {{"show", "o-9"}, 1, "unknown order o-9"},
+          {{"place", "o-1", "bob", "mug-01:1:1"}, 1, "order o-1 exists already"},
+          {{"ship", "o-1"}, 1, "order o-1 is placed, not paid: cannot ship it"},
+          {{"refund", "o-1"}, 1, "cannot refund it"},
+          {{"pay", "o-2"}, 1, "order o-2 is already delivered: cannot pay it"},
+          {{"cancel", "o-2"}, 1, "cannot cancel it"},
+          {{"refund", "o-3"}, 1, "order o-3 is cancelled: cannot refund it"},
+          {{"pay", "o-3", "--db", "orders.db"}, 1, "order o-3 is cancelled: cannot pay it"},
+          {{"demo"}, 1, "orders.db holds 7 events already"},
+      });
+}
+
 TEST_CASE("factum-orders escapes control characters and bytes that are not UTF-8 in its errors") {
   Shop shop;
   factum::test::check_one_line_error(shop.folder.run({"pay", "o\x1b[31m\x07\xff"}), "factum-orders",
