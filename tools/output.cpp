@@ -14,38 +14,6 @@
 namespace factum::cli {
 namespace {
 
-constexpr const char* kHex = "0123456789abcdef";
-
-// The length of the UTF-8 sequence starting at text[i], or 0 when it is not valid UTF-8.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(text[i]);
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if (b0 < 0x80) return 1;
-  if ((b0 & 0xe0) == 0xc0) {
-    n = 2;
-    cp = b0 & 0x1f;
-  } else if ((b0 & 0xf0) == 0xe0) {
-    n = 3;
-    cp = b0 & 0x0f;
-  } else if ((b0 & 0xf8) == 0xf0) {
-    n = 4;
-    cp = b0 & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > text.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(text[i + k]);
-    if ((b & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3f);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-  static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
-
 // The errno of the first failed write or flush (glibc drops the buffer after a failed flush, so
 // a later flush succeeds and only ferror() still tells; the reason must be kept from the first).
 int g_output_errno = 0;
@@ -59,12 +27,6 @@ std::string reason(int error) {
   std::string text = std::strerror(error);
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
-}
-
-void append_escaped(std::string& out, unsigned char b) {
-  out += "\\x";
-  out += kHex[b >> 4];
-  out += kHex[b & 0xf];
 }
 
 }  // namespace
@@ -201,32 +163,6 @@ std::string human_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-bool is_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_length(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    const std::size_t n = utf8_length(text, i);
-    if (n == 0 || b < 0x20 || b == 0x7f) {
-      append_escaped(out, b);
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
-
 std::string preview(const Bytes& payload, std::size_t max) {
   if (payload.empty()) return "(empty)";
   const std::string_view text(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -235,11 +171,15 @@ std::string preview(const Bytes& payload, std::size_t max) {
     return u < 0x20 || u == 0x7f;
   });
   if (has_control || !is_utf8(text)) return "(" + std::to_string(payload.size()) + " bytes)";
+  // Cut after `max` characters. The text is valid UTF-8: a character is its lead byte and the
+  // continuation bytes (10xxxxxx) that follow it.
+  const auto continues = [&](std::size_t i) {
+    return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80;
+  };
   std::size_t end = 0;
-  std::size_t chars = 0;
-  while (end < text.size() && chars < max) {
-    end += utf8_length(text, end);
-    ++chars;
+  for (std::size_t chars = 0; end < text.size() && chars < max; ++chars) {
+    ++end;
+    while (continues(end)) ++end;
   }
   return std::string(text.substr(0, end)) + (end < text.size() ? "..." : "");
 }

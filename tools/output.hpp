@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "factum/eventstore/event.hpp"
+#include "factum/eventstore/text.hpp"
 
 namespace factum::cli {
 
@@ -75,10 +76,10 @@ std::string format_day(std::int64_t days_since_epoch);
 // "1.2 MiB" (binary units); "512 B" below a KiB.
 std::string human_bytes(std::uint64_t bytes);
 
-// True when `text` is valid UTF-8.
-bool is_utf8(std::string_view text);
-// `text` safe for a terminal: control characters and bytes that are not UTF-8 as \xNN.
-std::string printable(std::string_view text);
+// True when `text` is valid UTF-8; `text` safe for a terminal, with control characters and
+// bytes that are not UTF-8 as \xNN. One definition for the library, this tool and the samples.
+using factum::is_utf8;
+using factum::printable;
 // A short view of a payload for tables: its text when it is printable UTF-8 (cut at `max`
 // characters), else "(N bytes)"; "(empty)" for no bytes.
 std::string preview(const Bytes& payload, std::size_t max = 40);

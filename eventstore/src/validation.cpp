@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/text.hpp"
 
 namespace factum::detail {
 namespace {
@@ -20,21 +21,9 @@ bool has_control_character(std::string_view text) {
   return false;
 }
 
-std::string printable(std::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, 64)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > 64) out += "...";
-  return out;
+// At most 64 bytes of `text`, escaped for a message (factum/eventstore/text.hpp).
+std::string shown(std::string_view text) {
+  return printable(text.substr(0, 64)) + (text.size() > 64 ? "..." : "");
 }
 
 }  // namespace
@@ -42,17 +31,16 @@ std::string printable(std::string_view text) {
 void validate_stream_id(std::string_view stream, const StoreOptions& options) {
   if (stream.empty()) throw InvalidArgument("factum: a stream id must not be empty");
   if (stream.size() > options.max_stream_id_length) {
-    throw InvalidArgument("factum: stream id '" + printable(stream) + "' is " +
+    throw InvalidArgument("factum: stream id '" + shown(stream) + "' is " +
                           std::to_string(stream.size()) + " bytes long; the limit is " +
                           std::to_string(options.max_stream_id_length));
   }
   if (stream.front() == '-') {
-    throw InvalidArgument("factum: stream id '" + printable(stream) +
+    throw InvalidArgument("factum: stream id '" + shown(stream) +
                           "' starts with '-', which would leave it without a category");
   }
   if (has_control_character(stream)) {
-    throw InvalidArgument("factum: stream id '" + printable(stream) +
-                          "' contains a control character");
+    throw InvalidArgument("factum: stream id '" + shown(stream) + "' contains a control character");
   }
 }
 
@@ -68,8 +56,7 @@ void validate_batch(std::string_view stream, std::span<const EventData> events,
     };
     if (e.type.empty()) throw InvalidArgument("factum: " + where() + " has an empty type");
     if (e.type.size() > kMaxTypeLength || has_control_character(e.type)) {
-      throw InvalidArgument("factum: " + where() + " has an invalid type '" + printable(e.type) +
-                            "'");
+      throw InvalidArgument("factum: " + where() + " has an invalid type '" + shown(e.type) + "'");
     }
     if (e.payload.size() > options.max_payload_size) {
       throw InvalidArgument("factum: " + where() + " has a payload of " +

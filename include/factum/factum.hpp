@@ -14,6 +14,7 @@
 #include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
+#include "factum/eventstore/text.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "factum/projections/consumer_group.hpp"
 #include "factum/projections/projection.hpp"

@@ -15,8 +15,10 @@
 namespace bank {
 namespace {
 
+// The account's row in the read models. An unknown account is refused from its events, before
+// the read models are brought up to date (which may write to the file).
 AccountRow require_row(Bank& bank, const std::string& account) {
-  check_account_id(account);
+  if (!bank.load(account).exists()) throw std::runtime_error("no account " + account);
   std::optional<AccountRow> row = bank.account(account);
   if (!row) throw std::runtime_error("no account " + account);
   return *row;

@@ -1,12 +1,14 @@
 // samples/bank/main.cpp — the command line of factum-bank: CLI11 subcommands, each handing its
 // arguments to commands.hpp. Exit codes: 0 success; 1 an error (one line on stderr,
-// "factum-bank: <message>"), or an audit that found differences; 2 a usage error.
+// "factum-bank: <message>", escaped), or an audit that found differences; 2 a usage error
+// (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
 #include <functional>
 #include <iostream>
 #include <string>
 
+#include "cli_errors.hpp"
 #include "commands.hpp"
 
 namespace {
@@ -69,14 +71,18 @@ void add_read_commands(CLI::App& app, Args& a) {
   auto* statement = command(app, "statement", "show an account's statement", a,
                             [&a] { return bank::statement_command(a.db, a.account, a.last); });
   account_arg(statement, a);
-  statement->add_option("--last", a.last, "only the last N lines (0: all)")->capture_default_str();
+  statement->add_option("--last", a.last, "only the last N lines (0: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
   command(app, "accounts", "list every account", a, [&a] { return bank::accounts_command(a.db); });
   command(app, "audit", "rebuild every account from its events and check the read models", a,
           [&a] { return bank::audit_command(a.db); });
   auto* replay =
       command(app, "replay-with-new-logic", "replay the history under a new fee and interest rule",
               a, [&a] { return bank::replay_command(a.db, a.top, a.rebuild); });
-  replay->add_option("--top", a.top, "how many accounts to show")->capture_default_str();
+  replay->add_option("--top", a.top, "how many accounts to show")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
   replay->add_flag("--rebuild", a.rebuild, "build the new rule's read model again from scratch");
 }
 
@@ -107,14 +113,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "factum-bank: " << e.what() << " (see factum-bank --help)\n";
-    return 2;
+    return factum::samples::report_parse_error(app, e, std::cout, std::cerr);
   }
   try {
     return args.action();
   } catch (const std::exception& e) {
-    std::cerr << "factum-bank: " << e.what() << "\n";
-    return 1;
+    std::cout.flush();
+    return factum::samples::report_error(std::cerr, "factum-bank", e.what());
   }
 }

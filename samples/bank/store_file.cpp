@@ -3,7 +3,20 @@
 
 #include <stdexcept>
 
+#include "events.hpp"
+#include "own_store.hpp"
+
 namespace bank {
+namespace {
+
+// What a bank's store holds: accounts, as "account-<id>" streams of the bank's events.
+const factum::samples::StoreOwner& bank_store() {
+  static const factum::samples::StoreOwner kOwner{
+      "factum-bank", {"account"}, factum::samples::event_types_of<BankEvent>()};
+  return kOwner;
+}
+
+}  // namespace
 
 factum::EventStore open_store(const std::filesystem::path& db, bool create,
                               factum::Durability durability) {
@@ -14,15 +27,16 @@ factum::EventStore open_store(const std::filesystem::path& db, bool create,
   factum::StoreOptions options;
   options.create_if_missing = create;
   options.durability = durability;
-  return factum::EventStore::open(db, options);
+  factum::EventStore store = factum::EventStore::open(db, options);
+  factum::samples::require_own_store(store, bank_store());
+  return store;
 }
 
 factum::Position events_in(const std::filesystem::path& db) {
   if (!std::filesystem::exists(db)) return 0;
-  factum::StoreOptions options;
-  options.read_only = true;
-  options.create_if_missing = false;
-  return factum::EventStore::open(db, options).head_position();
+  // Opened for writing, though it writes nothing: the last writable connection to close
+  // removes the -wal and -shm files, which a read-only one would leave behind.
+  return open_store(db, false).head_position();
 }
 
 void delete_store(const std::filesystem::path& db) {

@@ -1,6 +1,7 @@
 // samples/feed/commands.cpp — the subcommands of factum-feed.
 #include "commands.hpp"
 
+#include <own_store.hpp>
 #include <progress.hpp>
 
 #include <chrono>
@@ -15,6 +16,20 @@
 namespace feed {
 namespace {
 
+// Opens the store at `db` (creating it only with `options.create_if_missing`). Refuses a store
+// that holds anything but users and posts (another sample's, say) before anything is written
+// to it.
+factum::EventStore open_feed_store(const std::filesystem::path& db,
+                                   const factum::StoreOptions& options = {}) {
+  auto store = factum::EventStore::open(db, options);
+  static const factum::samples::StoreOwner kFeed{
+      "factum-feed",
+      {std::string(User::category), std::string(Post::category)},
+      factum::samples::event_types_of<FeedEvent>()};
+  factum::samples::require_own_store(store, kFeed);
+  return store;
+}
+
 // Opens the store of a command that needs one already (all but join and demo).
 factum::EventStore open_existing(const std::filesystem::path& db) {
   if (!std::filesystem::exists(db)) {
@@ -23,7 +38,7 @@ factum::EventStore open_existing(const std::filesystem::path& db) {
   }
   factum::StoreOptions options;
   options.create_if_missing = false;
-  return factum::EventStore::open(db, options);
+  return open_feed_store(db, options);
 }
 
 factum::Timestamp event_time(const CommandContext& ctx) { return ctx.at.value_or(now()); }
@@ -35,12 +50,13 @@ void remove_store(const std::filesystem::path& db) {
   }
 }
 
-// Checks that `db` may receive a demo history: absent, empty, or `fresh` (then removed).
+// Checks that `db` may receive a demo history: absent, empty, or `fresh` (then removed); never
+// another program's store.
 void prepare_demo_file(const std::filesystem::path& db, bool fresh) {
   if (!std::filesystem::exists(db)) return;
   std::uint64_t events = 0;
   {
-    const auto store = factum::EventStore::open(db);  // throws when it is not a factum store
+    const auto store = open_feed_store(db);  // throws when it is not a feed store
     events = store.head_position();
   }
   if (events == 0) return;
@@ -66,7 +82,7 @@ void print_demo_summary(std::ostream& out, const DemoSummary& s, const DemoOptio
 
 void run_join(const CommandContext& ctx, const std::string& user) {
   check_user_name(user);  // before the file is created
-  auto store = factum::EventStore::open(ctx.db);
+  auto store = open_feed_store(ctx.db);
   FeedService feed(store);
   feed.join(user, event_time(ctx));
   *ctx.out << user << " joined\n";
@@ -126,7 +142,7 @@ void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
   const auto started = std::chrono::steady_clock::now();
   factum::StoreOptions store_options;
   store_options.durability = factum::Durability::normal;  // a demo: speed over power cuts
-  auto store = factum::EventStore::open(ctx.db, store_options);
+  auto store = open_feed_store(ctx.db, store_options);
   FeedService feed(store);
   DemoRunner runner(feed);
   factum::samples::Progress progress("creating history", plan.size());

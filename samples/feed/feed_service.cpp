@@ -65,23 +65,28 @@ void require_current(const factum::ProjectionEngine& engine) {
 }  // namespace
 
 FeedService::FeedService(factum::EventStore& store)
-    : store_(store), engine_(store), users_(store, registry_), posts_(store, registry_) {
+    : store_(store), users_(store, registry_), posts_(store, registry_) {
   register_events(registry_);
-  for (auto& projection : make_projections(registry_)) {
-    engine_.add(projection, {.mode = factum::ProjectionMode::inline_append});
-  }
-  require_current(engine_);
+  projections_ = make_projections(registry_);
 }
+
+FeedService::~FeedService() = default;
 
 void FeedService::join(const std::string& user, factum::Timestamp at) {
   check_user_name(user);
   users_.execute(
-      user, [&](User& u) { u.join(at); }, {}, acting(user));
+      user,
+      [&](User& u) {
+        u.join(at);           // throws FeedError: nothing written, projections not started
+        start_projections();  // about to write: the read models must see it
+      },
+      {}, acting(user));
 }
 
 PostId FeedService::post(const std::string& author, const std::string& text, factum::Timestamp at) {
   require_user(author);
   check_post_text(text);
+  start_projections();  // every check passed: the append follows
   // The next id after the newest post; another writer may take it first: then try the next.
   PostId id = next_post_id();
   for (int attempt = 0; attempt < 100; ++attempt, ++id) {
@@ -100,7 +105,12 @@ PostId FeedService::post(const std::string& author, const std::string& text, fac
 std::size_t FeedService::like(const std::string& user, PostId post, factum::Timestamp at) {
   require_user(user);
   const Post p = posts_.execute(
-      std::to_string(post), [&](Post& x) { x.like(user, at); }, {}, acting(user));
+      std::to_string(post),
+      [&](Post& x) {
+        x.like(user, at);
+        start_projections();
+      },
+      {}, acting(user));
   return p.likes();
 }
 
@@ -108,7 +118,12 @@ void FeedService::follow(const std::string& user, const std::string& other, fact
   require_user(user);
   require_user(other);
   users_.execute(
-      user, [&](User& u) { u.follow(other, at); }, {}, acting(user));
+      user,
+      [&](User& u) {
+        u.follow(other, at);
+        start_projections();
+      },
+      {}, acting(user));
 }
 
 void FeedService::unfollow(const std::string& user, const std::string& other,
@@ -116,7 +131,12 @@ void FeedService::unfollow(const std::string& user, const std::string& other,
   require_user(user);
   require_user(other);
   users_.execute(
-      user, [&](User& u) { u.unfollow(other, at); }, {}, acting(user));
+      user,
+      [&](User& u) {
+        u.unfollow(other, at);
+        start_projections();
+      },
+      {}, acting(user));
 }
 
 bool FeedService::user_exists(std::string_view user) const {
@@ -130,6 +150,7 @@ void FeedService::require_user(const std::string& user) const {
 
 std::vector<PostView> FeedService::feed(const std::string& user, std::size_t limit) const {
   require_user(user);
+  sync_read_models();
   std::vector<PostView> out;
   store_.read_sql([&](factum::Sql& sql) {
     sql.query(
@@ -143,10 +164,12 @@ std::vector<PostView> FeedService::feed(const std::string& user, std::size_t lim
 
 std::int64_t FeedService::feed_length(const std::string& user) const {
   require_user(user);
+  sync_read_models();
   return count("SELECT count(*) FROM feeds WHERE user = ?1", {user});
 }
 
 std::optional<PostView> FeedService::find_post(PostId post) const {
+  sync_read_models();
   std::optional<PostView> out;
   store_.read_sql([&](factum::Sql& sql) {
     sql.query("SELECT post, author, text, at, likes FROM posts WHERE post = ?1", {post},
@@ -156,11 +179,13 @@ std::optional<PostView> FeedService::find_post(PostId post) const {
 }
 
 std::int64_t FeedService::delivered(PostId post) const {
+  sync_read_models();
   return count("SELECT count(*) FROM feeds WHERE post = ?1", {post});
 }
 
 std::vector<std::string> FeedService::followers(const std::string& user) const {
   require_user(user);
+  sync_read_models();
   std::vector<std::string> out;
   store_.read_sql([&](factum::Sql& sql) {
     sql.query("SELECT follower FROM follows WHERE followee = ?1 ORDER BY follower", {user},
@@ -170,13 +195,52 @@ std::vector<std::string> FeedService::followers(const std::string& user) const {
 }
 
 Totals FeedService::totals() const {
+  sync_read_models();
   return Totals{count("SELECT count(*) FROM users", {}), count("SELECT count(*) FROM posts", {}),
                 count("SELECT coalesce(sum(likes), 0) FROM posts", {}),
                 count("SELECT count(*) FROM follows", {}), count("SELECT count(*) FROM feeds", {})};
 }
 
+// Called with the projections started (post), so the posts read model is current.
 PostId FeedService::next_post_id() const {
   return count("SELECT coalesce(max(post), 0) + 1 FROM posts", {});
+}
+
+void FeedService::sync_read_models() const {
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) {
+      require_current(*engine_);
+      return;
+    }
+  }
+  if (!read_models_current()) start_projections();
+}
+
+void FeedService::start_projections() const {
+  std::lock_guard lock(engine_mu_);
+  if (engine_) return;
+  engine_ = std::make_unique<factum::ProjectionEngine>(store_);
+  for (const auto& projection : projections_) {
+    engine_->add(projection, {.mode = factum::ProjectionMode::inline_append});
+  }
+  require_current(*engine_);
+}
+
+// True when the file records every projection at its version, at the head and without an
+// error (read without writing anything).
+bool FeedService::read_models_current() const {
+  try {
+    const std::vector<factum::ProjectionStatus> recorded =
+        factum::ProjectionEngine::recorded(store_);
+    return std::all_of(projections_.begin(), projections_.end(), [&](const auto& p) {
+      return std::any_of(recorded.begin(), recorded.end(), [&](const factum::ProjectionStatus& s) {
+        return s.name == p->name() && s.version == p->version() && s.lag == 0 && !s.error;
+      });
+    });
+  } catch (const factum::StorageError&) {
+    return false;  // no projection tables yet
+  }
 }
 
 std::int64_t FeedService::count(const std::string& sql_text,

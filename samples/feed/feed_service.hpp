@@ -11,10 +11,13 @@
 //   for (const feed::FeedItem& item : feed.feed("bob", 10)) ...
 //
 // Each command checks everything first, then appends exactly one event; when it refuses
-// (FeedError: unknown user or post, a broken rule, malformed input) nothing is written.
-// The projections (read_models.hpp) run inline, so a query sees a command's effect as soon as
-// the command returns. Concurrent writers (threads, processes) are safe: each append carries
-// the aggregate's expected version and conflicting commands are retried.
+// (FeedError: unknown user or post, a broken rule, malformed input) nothing is written, not
+// even the projections' state: the projections (read_models.hpp), which record their state in
+// the file when they start, are started only once a command has passed its checks, just before
+// its append, or by a query whose read models are behind the log. They run inline, so a query
+// sees a command's effect as soon as the command returns. Concurrent writers (threads, processes)
+// are safe: each append carries the aggregate's expected version and conflicting commands are
+// retried.
 //
 // Thread-safety: a FeedService may be shared between threads. The store must outlive it.
 #pragma once
@@ -27,6 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,9 +63,10 @@ struct Totals {
 
 class FeedService {
  public:
-  // Registers the events, starts the projections (inline) on `store`, and waits until they
-  // reflect its whole log. Throws factum::Error (StorageError, ...) when that fails.
+  // Registers the events. Writes nothing: the projections start with the first command that
+  // passes its checks, or the first query whose read models are behind the log.
   explicit FeedService(factum::EventStore& store);
+  ~FeedService();
   FeedService(const FeedService&) = delete;
   FeedService& operator=(const FeedService&) = delete;
 
@@ -75,7 +81,8 @@ class FeedService {
   void follow(const std::string& user, const std::string& other, factum::Timestamp at);
   void unfollow(const std::string& user, const std::string& other, factum::Timestamp at);
 
-  // Queries (read models). feed() and followers() throw FeedError for an unknown user.
+  // Queries (read models, brought up to the head of the log first: see sync_read_models).
+  // feed(), feed_length() and followers() throw FeedError for an unknown user, before that.
   bool user_exists(std::string_view user) const;
   // The newest `limit` posts of the user's feed, newest first (by event time, then id).
   std::vector<PostView> feed(const std::string& user, std::size_t limit) const;
@@ -86,6 +93,11 @@ class FeedService {
   std::vector<std::string> followers(const std::string& user) const;
   Totals totals() const;
 
+  // Makes the read models reflect the whole log: returns at once when the file records every
+  // projection at the head (writing nothing); otherwise starts the projections and waits for
+  // them. Throws FeedError when a projection failed or did not catch up within a minute.
+  void sync_read_models() const;
+
   const factum::EventRegistry& registry() const noexcept { return registry_; }
   factum::EventStore& store() const noexcept { return store_; }
 
@@ -93,12 +105,17 @@ class FeedService {
   void require_user(const std::string& user) const;
   PostId next_post_id() const;
   std::int64_t count(const std::string& sql, std::initializer_list<factum::SqlValue> params) const;
+  // Starts the inline projections (once) and waits until they apply appends themselves.
+  void start_projections() const;
+  bool read_models_current() const;
 
   factum::EventStore& store_;
   factum::EventRegistry registry_;
-  factum::ProjectionEngine engine_;
   factum::Repository<User> users_;
   factum::Repository<Post> posts_;
+  std::vector<std::shared_ptr<factum::Projection>> projections_;  // run by engine_
+  mutable std::mutex engine_mu_;  // guards engine_: started once, by a writer or a reader
+  mutable std::unique_ptr<factum::ProjectionEngine> engine_;
 };
 
 }  // namespace feed

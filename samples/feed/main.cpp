@@ -1,6 +1,8 @@
 // samples/feed/main.cpp — factum-feed: the command line of the feed sample. Parses the
 // arguments (CLI11) and runs one subcommand (commands.hpp). Any error is one line on stderr,
-// "factum-feed: <message>", with exit status 1; the store is unchanged then.
+// "factum-feed: <message>", escaped, with exit status 1, or 2 for a usage error (an unknown
+// command or option, a missing argument, an option value out of range, a malformed --at);
+// the store is unchanged then (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -8,7 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "cli_errors.hpp"
 #include "commands.hpp"
+#include "rules.hpp"
 #include "time_text.hpp"
 
 namespace {
@@ -32,8 +36,12 @@ void add_commands(CLI::App& app, Args& a, std::function<void(const feed::Command
   auto* demo = app.add_subcommand("demo", "create a realistic history, then show a feed and stats");
   demo->add_flag("--fresh", a.fresh, "replace the events of an existing store");
   demo->add_option("--seed", a.demo.seed, "seed of the simulation")->capture_default_str();
-  demo->add_option("--users", a.demo.users, "how many users")->capture_default_str();
-  demo->add_option("--days", a.demo.days, "how many days of history")->capture_default_str();
+  demo->add_option("--users", a.demo.users, "how many users")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{2}, std::size_t{1000}));
+  demo->add_option("--days", a.demo.days, "how many days of history")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{30}));
   demo->callback([&] { run = [&](const auto& c) { feed::run_demo(c, a.demo, a.fresh); }; });
 
   auto* join = app.add_subcommand("join", "a new user joins");
@@ -71,12 +79,18 @@ void add_commands(CLI::App& app, Args& a, std::function<void(const feed::Command
   stats->callback([&] { run = [&](const auto& c) { feed::run_stats(c); }; });
 }
 
-// Prints the one-line error. factum's own messages start with "factum: ", left out here.
-int fail(std::string message) {
-  constexpr std::string_view kLibraryPrefix = "factum: ";
-  if (message.starts_with(kLibraryPrefix)) message.erase(0, kLibraryPrefix.size());
-  std::cerr << "factum-feed: " << message << "\n";
-  return 1;
+// A CLI11 check of --at: a real UTC time (feed::parse_time), else a usage error.
+CLI::Validator utc_time() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        try {
+          feed::parse_time(text);
+          return {};
+        } catch (const feed::FeedError& e) {
+          return e.what();
+        }
+      },
+      "TIME");
 }
 
 }  // namespace
@@ -86,27 +100,25 @@ int main(int argc, char** argv) {
   Args args;
   std::function<void(const feed::CommandContext&)> run;
   app.add_option("--db", args.db, "the store file")->capture_default_str();
-  app.add_option("--at", args.at,
-                 "event time of the command, UTC: YYYY-MM-DDTHH:MM[:SS]Z (default: now; for demo, "
-                 "the end of the history)");
+  CLI::Option* at = app.add_option("--at", args.at,
+                                   "event time of the command, UTC: YYYY-MM-DDTHH:MM[:SS]Z "
+                                   "(default: now; for demo, the end of the history)")
+                        ->check(utc_time());
   app.require_subcommand(1);
   app.fallthrough();
   add_commands(app, args, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    const auto extra = app.remaining();
-    if (app.get_subcommands().empty() && !extra.empty())
-      return fail("unknown command '" + extra.front() + "' (see factum-feed --help)");
-    return fail(std::string(e.what()) + " (see factum-feed --help)");
+    return factum::samples::report_parse_error(app, e, std::cout, std::cerr);
   }
   try {
     feed::CommandContext context{args.db, std::nullopt, &std::cout};
-    if (!args.at.empty()) context.at = feed::parse_time(args.at);
+    if (at->count() > 0) context.at = feed::parse_time(args.at);  // checked by utc_time()
     run(context);
   } catch (const std::exception& e) {
-    return fail(e.what());
+    std::cout.flush();
+    return factum::samples::report_error(std::cerr, "factum-feed", e.what());
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include "rules.hpp"
 
@@ -24,36 +25,57 @@ std::string format(factum::Timestamp t, const char* pattern) {
   return std::string(buffer, n);
 }
 
-bool in_range(int v, int lo, int hi) { return v >= lo && v <= hi; }
+// Reads exactly `digits` decimal digits at text[at...] into `out`; advances `at`.
+bool read_number(std::string_view text, std::size_t& at, std::size_t digits, int& out) {
+  if (text.size() - at < digits) return false;
+  out = 0;
+  for (std::size_t end = at + digits; at < end; ++at) {
+    if (text[at] < '0' || text[at] > '9') return false;
+    out = out * 10 + (text[at] - '0');
+  }
+  return true;
+}
+
+// Reads `c` at text[at]; advances `at`.
+bool read_char(std::string_view text, std::size_t& at, char c) {
+  if (at >= text.size() || text[at] != c) return false;
+  ++at;
+  return true;
+}
+
+// The fields of "YYYY-MM-DDTHH:MM[:SS][Z]" (T or a space), when `text` is exactly that.
+struct TimeFields {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+};
+std::optional<TimeFields> read_fields(std::string_view text) {
+  TimeFields f;
+  std::size_t at = 0;
+  const bool date = read_number(text, at, 4, f.year) && read_char(text, at, '-') &&
+                    read_number(text, at, 2, f.month) && read_char(text, at, '-') &&
+                    read_number(text, at, 2, f.day);
+  const bool clock = date && (read_char(text, at, 'T') || read_char(text, at, ' ')) &&
+                     read_number(text, at, 2, f.hour) && read_char(text, at, ':') &&
+                     read_number(text, at, 2, f.minute);
+  if (!clock) return std::nullopt;
+  if (read_char(text, at, ':') && !read_number(text, at, 2, f.second)) return std::nullopt;
+  read_char(text, at, 'Z');
+  if (at != text.size()) return std::nullopt;
+  return f;
+}
 
 }  // namespace
 
 factum::Timestamp parse_time(std::string_view text) {
-  const std::string s(text);
-  std::tm tm{};
-  int second = 0;
-  char sep = 0;
-  int consumed = 0;
-  const int fields = std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-                                 &tm.tm_mday, &sep, &tm.tm_hour, &tm.tm_min, &consumed);
-  std::string_view rest = fields == 6 ? text.substr(static_cast<std::size_t>(consumed)) : "";
-  int extra = 0;
-  if (fields == 6 && rest.size() >= 3 && rest[0] == ':' &&
-      std::sscanf(s.c_str() + consumed, ":%2d%n", &second, &extra) == 1) {
-    rest.remove_prefix(static_cast<std::size_t>(extra));
+  using namespace std::chrono;
+  const std::optional<TimeFields> f = read_fields(text);
+  const year_month_day date = f ? year{f->year} / f->month / f->day : year_month_day{};
+  // ok() knows each month's length and the leap years: 2024-02-29 is a day, 2023-02-29 not.
+  if (!f || !date.ok() || f->year < 1970 || f->hour > 23 || f->minute > 59 || f->second > 59) {
+    throw FeedError("malformed time '" + std::string(text) +
+                    "': use a real UTC time YYYY-MM-DDTHH:MM[:SS]Z");
   }
-  if (rest == "Z") rest = "";
-  const bool ok = fields == 6 && (sep == 'T' || sep == ' ') && rest.empty() &&
-                  in_range(tm.tm_mon, 1, 12) && in_range(tm.tm_mday, 1, 31) &&
-                  in_range(tm.tm_hour, 0, 23) && in_range(tm.tm_min, 0, 59) &&
-                  in_range(second, 0, 59) && in_range(tm.tm_year, 1970, 9999);
-  if (!ok) {
-    throw FeedError("malformed time '" + s + "': use YYYY-MM-DDTHH:MM[:SS]Z (UTC)");
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  tm.tm_sec = second;
-  return factum::Timestamp{std::chrono::seconds{timegm(&tm)}};
+  return factum::Timestamp{sys_days{date} + hours{f->hour} + minutes{f->minute} +
+                           seconds{f->second}};
 }
 
 std::string format_time(factum::Timestamp t) { return format(t, "%Y-%m-%d %H:%M:%S"); }

@@ -12,7 +12,10 @@
 
 namespace feed {
 
-// Parses "YYYY-MM-DDTHH:MM[:SS][Z]" (a space may replace the T), as UTC. Throws FeedError.
+// Parses "YYYY-MM-DDTHH:MM[:SS][Z]" (a space may replace the T), as UTC: exactly that many
+// digits in each field, nothing before or after, a day that exists (2024-02-29 does, 2023-02-29
+// and 2024-04-31 do not), hours 00-23, minutes and seconds 00-59, years from 1970. Throws
+// FeedError otherwise.
 factum::Timestamp parse_time(std::string_view text);
 
 // "2024-05-14 12:05:07" (UTC).

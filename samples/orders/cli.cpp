@@ -1,14 +1,20 @@
 // samples/orders/cli.cpp — the command line of factum-orders (CLI11): subcommands, their
-// arguments and help; a failed command becomes one line on stderr and exit code 1.
+// arguments and help; a failed command becomes one line on stderr and exit code 1, a usage
+// error one line and exit code 2 (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
 #include <exception>
 
+#include "cli_errors.hpp"
 #include "orders/commands.hpp"
+#include "orders/demo.hpp"
 
 namespace orders {
 
 namespace {
+
+// What --limit takes: a negative number is a usage error, not a huge count.
+const CLI::Range kLimits(std::size_t{0}, std::size_t{1000000});
 
 void add_order(CLI::App& sub, CommandLine& line) {
   sub.add_option("ORDER", line.order, "the order's id, e.g. o-7")->required();
@@ -38,10 +44,10 @@ void add_reads(CLI::App& app, CommandLine& line) {
   add_order(*app.add_subcommand("show", "an order's state and its events"), line);
   CLI::App* board = app.add_subcommand("board", "the order board, most recently changed first");
   board->add_option("--status", line.status, "only orders with this status");
-  board->add_option("--limit", line.limit, "rows to show (default 20)");
+  board->add_option("--limit", line.limit, "rows to show (default 20)")->check(kLimits);
   app.add_subcommand("inventory", "units reserved and shipped per SKU");
   CLI::App* outbox = app.add_subcommand("outbox", "the e-mails the outbox sent");
-  outbox->add_option("--limit", line.limit, "e-mails to list (default 20)");
+  outbox->add_option("--limit", line.limit, "e-mails to list (default 20)")->check(kLimits);
   outbox->add_flag("--redeliver", line.redeliver,
                    "reset the outbox's checkpoint and deliver every event again first");
   CLI::App* search = app.add_subcommand("search",
@@ -54,7 +60,8 @@ void add_demo(CLI::App& app, CommandLine& line) {
   CLI::App* demo = app.add_subcommand("demo",
                                       "write a realistic day of orders and show the "
                                       "read models");
-  demo->add_option("--orders", line.demo_orders, "how many orders (default 800)");
+  demo->add_option("--orders", line.demo_orders, "how many orders (default 800)")
+      ->check(CLI::Range(std::size_t{1}, kMaxDemoOrders));
   demo->add_option("--seed", line.seed, "the random seed (default 42)");
   demo->add_flag("--fresh", line.fresh, "replace a store that holds events already");
 }
@@ -75,7 +82,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
+    return factum::samples::report_parse_error(app, e, out, err);
   }
   line.db = db;
   line.command = app.get_subcommands().front()->get_name();
@@ -83,8 +90,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     run_command(line, out);
   } catch (const std::exception& e) {
     out.flush();
-    err << "factum-orders: " << e.what() << std::endl;
-    return 1;
+    return factum::samples::report_error(err, "factum-orders", e.what());
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "orders/order_service.hpp"
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
+#include "own_store.hpp"
 
 namespace orders {
 
@@ -22,14 +23,6 @@ std::string pad(std::string_view text, std::size_t width) {
   std::string out(text);
   if (out.size() < width) out.append(width - out.size(), ' ');
   return out;
-}
-
-// Opens the store; unless `create`, refuses a file that does not exist.
-factum::EventStore open_store(const std::filesystem::path& db, bool create) {
-  if (!create && !std::filesystem::exists(db)) {
-    throw Error("no store at " + db.string() + " (place an order or run the demo first)");
-  }
-  return factum::EventStore::open(db);
 }
 
 // --- Commands that write ---------------------------------------------------------------------
@@ -150,7 +143,8 @@ void show(const CommandLine& line, std::ostream& out) {
   }
 }
 
-// Opens the store and brings every read model up to date, for a query.
+// Opens the store and brings every read model up to date, for a query. Check the query's input
+// first: bringing the read models up to date writes to the file.
 struct QuerySession {
   explicit QuerySession(const CommandLine& line) : store(open_store(line.db, false)) {
     ReadModels(store).catch_up();
@@ -159,6 +153,7 @@ struct QuerySession {
 };
 
 void print_board(const CommandLine& line, std::ostream& out) {
+  if (!line.status.empty()) check_status(line.status);
   QuerySession session(line);
   const auto rows = board(session.store, line.limit, line.status);
   out << pad("order", 12) << pad("customer", 20) << pad("status", 11) << pad("total", 11)
@@ -201,16 +196,28 @@ void print_outbox(const CommandLine& line, std::ostream& out) {
 }
 
 void print_search(const CommandLine& line, std::ostream& out) {
+  SearchIndex::check_query(line.text);
   QuerySession session(line);
   const std::vector<SearchHit> hits = SearchIndex::search(session.store, line.text);
   for (const SearchHit& h : hits) {
     out << pad(h.order_id, 12) << pad(h.customer, 20) << pad(h.status, 11) << h.skus << "\n";
   }
-  out << hits.size() << (hits.size() == 1 ? " order matches '" : " orders match '") << line.text
-      << "'\n";
+  out << hits.size() << (hits.size() == 1 ? " order matches '" : " orders match '")
+      << factum::printable(line.text) << "'\n";
 }
 
 }  // namespace
+
+factum::EventStore open_store(const std::filesystem::path& db, bool create) {
+  if (!create && !std::filesystem::exists(db)) {
+    throw Error("no store at " + db.string() + " (place an order or run the demo first)");
+  }
+  factum::EventStore store = factum::EventStore::open(db);
+  static const factum::samples::StoreOwner kOrders{
+      "factum-orders", {std::string(kCategory)}, factum::samples::event_types_of<OrderEvent>()};
+  factum::samples::require_own_store(store, kOrders);
+  return store;
+}
 
 void run_command(const CommandLine& line, std::ostream& out) {
   static const std::map<std::string, std::function<void(const CommandLine&, std::ostream&)>,

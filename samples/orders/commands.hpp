@@ -6,6 +6,8 @@
 // Thread-safety: one command at a time per process.
 #pragma once
 
+#include <factum/factum.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -36,8 +38,15 @@ struct CommandLine {
 // Runs `line.command`, printing its result to `out`. Throws on failure (nothing written).
 void run_command(const CommandLine& line, std::ostream& out);
 
+// Opens the store at `db`; unless `create`, refuses (Error) a file that does not exist. Refuses
+// (std::runtime_error) a store that holds streams or event types other than the orders', such
+// as another sample's, before anything is written to it (own_store.hpp). Throws
+// factum::StorageError for a file that is not a factum store.
+factum::EventStore open_store(const std::filesystem::path& db, bool create);
+
 // Parses argv and runs the command: 0 on success; 1 with "factum-orders: <message>" on `err`
-// for a failed command; CLI11's own exit code (and message) for a usage error.
+// for a failed command; 2 with "factum-orders: <message> (see factum-orders --help)" for a
+// usage error (cli_errors.hpp). Messages are escaped (factum::printable).
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace orders

@@ -294,13 +294,14 @@ DemoResult run_demo(factum::EventStore& store, const DemoOptions& options, std::
 }
 
 void run_demo_command(const CommandLine& line, std::ostream& out) {
-  if (line.demo_orders < 1 || line.demo_orders > 100000) {
-    throw BadInput("demo: --orders must be from 1 to 100000");
+  if (line.demo_orders < 1 || line.demo_orders > kMaxDemoOrders) {
+    throw BadInput("demo: --orders must be from 1 to " + std::to_string(kMaxDemoOrders));
   }
   if (std::filesystem::exists(line.db)) {
     factum::Position head = 0;
     {
-      factum::EventStore existing = factum::EventStore::open(line.db);  // not a store: throws
+      // Throws for a file that is not a factum store, or a store that is not the orders'.
+      factum::EventStore existing = open_store(line.db, false);
       head = existing.head_position();
     }
     if (head > 0 && !line.fresh) {

@@ -20,6 +20,9 @@
 
 namespace orders {
 
+// The most orders a demo places (--orders).
+inline constexpr std::size_t kMaxDemoOrders = 100000;
+
 struct DemoOptions {
   std::size_t orders = 800;  // orders placed (ids o-1 .. o-<orders>)
   std::uint32_t seed = 42;   // the random generator's seed
@@ -37,7 +40,7 @@ struct DemoResult {
 DemoResult run_demo(factum::EventStore& store, const DemoOptions& options, std::ostream& out);
 
 // The `demo` subcommand: refuses a --db that holds events unless --fresh (which replaces it,
-// but only when it is a factum store), then run_demo.
+// but only when it is a store of orders: never another program's), then run_demo.
 void run_demo_command(const CommandLine& line, std::ostream& out);
 
 }  // namespace orders

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "orders/errors.hpp"
+#include "orders/order.hpp"
 
 namespace orders {
 
@@ -67,6 +68,15 @@ void check_sku(std::string_view sku) {
   if (!made_of(sku, 32, "-_")) {
     throw BadInput("bad SKU " + in_quotes(sku) + ": use 1-32 letters, digits, '-' or '_'");
   }
+}
+
+void check_status(std::string_view status) {
+  for (Status s : {Status::placed, Status::paid, Status::shipped, Status::delivered,
+                   Status::cancelled, Status::refunded}) {
+    if (to_string(s) == status) return;
+  }
+  throw BadInput("unknown status " + in_quotes(status) +
+                 ": use placed, paid, shipped, delivered, cancelled or refunded");
 }
 
 void check_items(const std::vector<Item>& items) {

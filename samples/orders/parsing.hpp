@@ -27,6 +27,8 @@ void check_order_id(std::string_view id);
 void check_customer(std::string_view customer);
 // A SKU: 1-32 letters, digits, '-' or '_' ("mug-01").
 void check_sku(std::string_view sku);
+// A status to filter the board by: placed, paid, shipped, delivered, cancelled or refunded.
+void check_status(std::string_view status);
 // The items of an order: 1-50 of them, each SKU at most once, quantities and prices in range.
 void check_items(const std::vector<Item>& items);
 

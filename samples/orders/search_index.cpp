@@ -91,10 +91,14 @@ void SearchIndex::stop() noexcept {
   if (subscription_) subscription_->stop();
 }
 
+void SearchIndex::check_query(std::string_view text) {
+  if (words_of(text).empty()) throw BadInput("search: give at least one word");
+}
+
 std::vector<SearchHit> SearchIndex::search(const factum::EventStore& store, std::string_view text,
                                            std::size_t limit) {
+  check_query(text);
   std::vector<std::string> words = words_of(text);
-  if (words.empty()) throw BadInput("search: give at least one word");
   if (words.size() > kMaxWords) words.resize(kMaxWords);
   std::vector<factum::SqlValue> params;
   for (const std::string& w : words) params.emplace_back(like_pattern(w));

@@ -60,6 +60,8 @@ class SearchIndex {
   // at most 8 words), ordered by order id; at most `limit`. Throws BadInput for an empty text.
   static std::vector<SearchHit> search(const factum::EventStore& store, std::string_view text,
                                        std::size_t limit = 1000);
+  // Throws BadInput when `text` has no word to search for (search() would refuse it).
+  static void check_query(std::string_view text);
 
  private:
   void index(std::span<const factum::RecordedEvent> batch);

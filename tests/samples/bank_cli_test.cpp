@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "events.hpp"
+#include "sample_cli.hpp"
 #include "support/child_process.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
@@ -225,4 +227,112 @@ TEST_CASE("demo makes a history, ends with the audit's verdict, and never mixes 
   CHECK(contains(f.ok({"demo", "--fresh", "--accounts", "10", "--operations", "50"}),
                  "10 accounts opened"));
   check_one_line_error(f.run({"demo", "--accounts", "1"}), 2, "--accounts");
+}
+
+namespace {
+
+using factum::test::Refusal;
+
+// factum-bank in a folder of its own, with bank.db made by successful commands: acc-1 (100.00,
+// overdraft limit 50.00), acc-2 (empty) and acc-3 (closed).
+struct Bank {
+  factum::test::SampleFolder folder{"factum-bank", FACTUM_BANK_BIN};
+  std::filesystem::path db = folder.file("bank.db");
+  Bank() {
+    folder.ok({"open", "acc-1", "Ann Smith", "--limit", "50"});
+    folder.ok({"deposit", "acc-1", "100"});
+    folder.ok({"open", "acc-2", "Bob Jones"});
+    folder.ok({"open", "acc-3", "Cy"});
+    folder.ok({"close", "acc-3"});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("factum-bank: every usage error exits 2 and leaves the store byte for byte unchanged") {
+  Bank bank;
+  factum::test::check_refusals(
+      bank.folder, bank.db,
+      {
+          {{}, 2, "A subcommand is required"},
+          {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+          {{"deposit", "acc-1"}, 2, "AMOUNT"},
+          {{"deposit", "acc-1", "5", "extra"}, 2, "extra"},
+          {{"deposit", "acc-1", "5", "--bogus"}, 2, "--bogus"},
+          {{"statement", "acc-1", "--last", "x"}, 2, "--last"},
+          {{"statement", "acc-1", "--last", "-1"}, 2, "--last: Value -1 not in range"},
+          {{"replay-with-new-logic", "--top", "-1"}, 2, "--top: Value -1 not in range"},
+          {{"demo", "--accounts", "1"}, 2, "--accounts"},
+          {{"--db"}, 2, "--db"},
+      });
+}
+
+TEST_CASE("factum-bank: every refused input leaves the store byte for byte unchanged") {
+  Bank bank;
+  factum::test::check_refusals(
+      bank.folder, bank.db,
+      {
+          {{"deposit", "acc-1", "1e3"}, 1, "malformed amount '1e3'"},
+          {{"withdraw", "acc-1", "-5"}, 1, "malformed amount '-5'"},
+          {{"transfer", "acc-1", "acc-2", "10.123"}, 1, "malformed amount '10.123'"},
+          {{"deposit", "acc-1", ""}, 1, "malformed amount ''"},
+          {{"open", "acc-4", "Dee", "--limit", "lots"}, 1, "malformed amount 'lots'"},
+          {{"deposit", "bad/id", "1"}, 1, "invalid account id 'bad/id'"},
+          {{"open", "acc-4", ""}, 1, "the owner of account acc-4 must be 1-80 characters"},
+          {{"deposit", "acc-1", "1", "--memo", "two\nlines"}, 1, "the memo for account acc-1"},
+          {{"deposit", "acc-9", "1"}, 1, "no account acc-9"},
+          {{"withdraw", "acc-9", "1"}, 1, "no account acc-9"},
+          {{"close", "acc-9"}, 1, "no account acc-9"},
+          {{"transfer", "acc-1", "acc-9", "1"}, 1, "no account acc-9"},
+          {{"transfer", "acc-9", "acc-1", "1"}, 1, "no account acc-9"},
+          {{"balance", "acc-9"}, 1, "no account acc-9"},
+          {{"statement", "acc-9"}, 1, "no account acc-9"},
+      });
+}
+
+TEST_CASE("factum-bank: every command the rules refuse leaves the store byte for byte unchanged") {
+  Bank bank;
+  factum::test::check_refusals(
+      bank.folder, bank.db,
+      {
+          {{"open", "acc-1", "Ann again"}, 1, "account acc-1 exists"},
+          {{"withdraw", "acc-1", "150.01"}, 1, "insufficient funds in account acc-1"},
+          {{"transfer", "acc-1", "acc-2", "150.01"}, 1, "insufficient funds in account acc-1"},
+          {{"transfer", "acc-1", "acc-1", "1"}, 1, "cannot transfer from account acc-1 to itself"},
+          {{"close", "acc-1"}, 1, "still holds 100.00"},
+          {{"deposit", "acc-3", "1"}, 1, "account acc-3 is closed"},
+          {{"close", "acc-3"}, 1, "account acc-3 is closed"},
+          {{"transfer", "acc-3", "acc-1", "1"}, 1, "account acc-3 is closed"},
+          {{"deposit", "acc-1", "999999999999.99"}, 1, "acc-1"},
+          {{"demo"}, 1, "already holds 5 events"},
+      });
+}
+
+TEST_CASE("factum-bank: a refused read does not first bring lagging read models up to date") {
+  Bank bank;
+  {  // A deposit appended without the bank's projections (by another program): they lag.
+    factum::EventRegistry registry;
+    bank::register_events(registry);
+    factum::EventStore::open(bank.db).append(
+        "account-acc-2", factum::ExpectedVersion::exact(1),
+        registry.encode(bank::Deposited{bank::Money::parse("5"), "cash", {}}));
+  }
+  factum::test::check_refusals(bank.folder, bank.db,
+                               {{{"balance", "acc-9"}, 1, "no account acc-9"},
+                                {{"statement", "acc-9", "--last", "1"}, 1, "no account acc-9"},
+                                {{"balance", "bad/id"}, 1, "invalid account id 'bad/id'"}});
+  CHECK(contains(bank.folder.ok({"balance", "acc-2"}), "balance 5.00"));  // caught up now
+}
+
+TEST_CASE("factum-bank escapes control characters and bytes that are not UTF-8 in its errors") {
+  Bank bank;
+  const factum::test::ProgramRun id = bank.folder.run({"deposit", "acc\x1b[31m\x07\xff", "1"});
+  factum::test::check_one_line_error(id, "factum-bank", 1,
+                                     "invalid account id 'acc\\x1b[31m\\x07\\xff'");
+  const factum::test::ProgramRun amount = bank.folder.run({"deposit", "acc-1", "1\x1b]0;x\x07"});
+  factum::test::check_one_line_error(amount, "factum-bank", 1,
+                                     "malformed amount '1\\x1b]0;x\\x07'");
+  const factum::test::ProgramRun usage = bank.folder.run({"frob\x1b[2J\r\n"});
+  factum::test::check_one_line_error(usage, "factum-bank", 2,
+                                     "unknown command 'frob\\x1b[2J\\x0d\\x0a'");
 }

@@ -7,6 +7,7 @@
 
 #include "doctest/doctest.h"
 #include "report.hpp"
+#include "sample_cli.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -74,14 +75,15 @@ void small_world(const Folder& f) {
   f.ok_at("10:01", "like bob 1");
 }
 
-// Checks that `args` fails with exactly `message` on one line of stderr and exit code 1,
-// prints nothing on stdout, and leaves the store as it was (or absent).
-void refused(const Folder& f, const std::string& args, const std::string& message) {
+// Checks that `args` fails with exactly `message` on one line of stderr and exit code `code`
+// (1: refused, 2: a usage error), prints nothing on stdout, and leaves the store as it was (or
+// absent).
+void refused(const Folder& f, const std::string& args, const std::string& message, int code = 1) {
   const bool existed = std::filesystem::exists(f.db());
   const std::string before = existed ? f.state() : "";
   const Result r = f.run(args);
   INFO(args);
-  CHECK(r.code == 1);
+  CHECK(r.code == code);
   CHECK(r.err == "factum-feed: " + message + "\n");
   CHECK(r.out.empty());
   CHECK(std::filesystem::exists(f.db()) == existed);
@@ -200,21 +202,24 @@ TEST_CASE(
   refused(f, "follow bob zed", "unknown user 'zed'");
   refused(f, "unfollow carol alice", "'carol' does not follow 'alice'");
   refused(f, "feed zed", "unknown user 'zed'");
-  refused(f, "--at yesterday like carol 1",
-          "malformed time 'yesterday': use YYYY-MM-DDTHH:MM[:SS]Z (UTC)");
   refused(f, "demo", "'feed.db' already holds 6 events; `factum-feed demo --fresh` replaces them");
-  refused(f, "demo --users 1 --fresh", "demo users must be between 2 and 1000, not 1");
 }
 
-TEST_CASE("factum-feed: malformed command lines get a one-line error and exit code 1") {
+TEST_CASE("factum-feed: malformed command lines get a one-line error and exit code 2") {
   Folder f;
-  refused(f, "", "A subcommand is required (see factum-feed --help)");
-  refused(f, "frobnicate", "unknown command 'frobnicate' (see factum-feed --help)");
-  refused(f, "join", "USER is required (see factum-feed --help)");
+  refused(f, "", "A subcommand is required (see factum-feed --help)", 2);
+  refused(f, "frobnicate", "unknown command 'frobnicate' (see factum-feed --help)", 2);
+  refused(f, "join", "USER is required (see factum-feed --help)", 2);
   refused(f, "feed alice extra",
-          "The following argument was not expected: extra (see factum-feed --help)");
+          "The following argument was not expected: extra (see factum-feed --help)", 2);
   refused(f, "feed alice --limit 0",
-          "--limit: Value 0 not in range 1 to 1000 (see factum-feed --help)");
+          "--limit: Value 0 not in range 1 to 1000 (see factum-feed --help)", 2);
+  refused(f, "--at yesterday join alice",
+          "--at: malformed time 'yesterday': use a real UTC time YYYY-MM-DDTHH:MM[:SS]Z (see "
+          "factum-feed --help)",
+          2);
+  refused(f, "demo --users 1", "--users: Value 1 not in range 2 to 1000 (see factum-feed --help)",
+          2);
 }
 
 TEST_CASE(
@@ -268,4 +273,130 @@ TEST_CASE("factum-feed refuses a file that is not a factum store and leaves it a
     CHECK(r.err == "factum-feed: 'feed.db' is not a factum store: it is not a SQLite database\n");
     CHECK(slurp(f.db()) == "my notes");
   }
+}
+
+namespace {
+
+using factum::test::Refusal;
+
+// factum-feed in a folder of its own, with feed.db made by successful commands: alice, bob and
+// carol; bob follows alice; alice posted #1, liked by bob.
+struct Network {
+  factum::test::SampleFolder folder{"factum-feed", FACTUM_FEED_BIN};
+  std::filesystem::path db = folder.file("feed.db");
+  Network() {
+    const auto at = [](const char* clock) { return std::string("2024-05-01T") + clock + "Z"; };
+    folder.ok({"--at", at("09:00"), "join", "alice"});
+    folder.ok({"--at", at("09:01"), "join", "bob"});
+    folder.ok({"--at", at("09:02"), "join", "carol"});
+    folder.ok({"--at", at("09:10"), "follow", "bob", "alice"});
+    folder.ok({"--at", at("10:00"), "post", "alice", "hello world"});
+    folder.ok({"--at", at("10:01"), "like", "bob", "1"});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("factum-feed: every usage error exits 2 and leaves the store byte for byte unchanged") {
+  Network net;
+  factum::test::check_refusals(
+      net.folder, net.db,
+      {
+          {{}, 2, "A subcommand is required"},
+          {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+          {{"join"}, 2, "USER is required"},
+          {{"feed", "alice", "extra"}, 2, "extra"},
+          {{"feed", "alice", "--limit", "0"}, 2, "--limit"},
+          {{"feed", "alice", "--bogus"}, 2, "--bogus"},
+          {{"demo", "--users", "1"}, 2, "--users"},
+          {{"demo", "--days", "31"}, 2, "--days"},
+          {{"--at", "yesterday", "like", "carol", "1"}, 2, "--at: malformed time 'yesterday'"},
+          {{"--at", "2024-02-30T10:00Z", "like", "carol", "1"}, 2, "'2024-02-30T10:00Z'"},
+          {{"--at", "", "like", "carol", "1"}, 2, "--at: malformed time ''"},
+          {{"--db"}, 2, "--db"},
+      });
+}
+
+TEST_CASE("factum-feed: every refused command leaves the store byte for byte unchanged") {
+  Network net;
+  factum::test::check_refusals(
+      net.folder, net.db,
+      {
+          {{"join", "alice"}, 1, "user 'alice' exists already"},
+          {{"join", "Bob!"}, 1, "malformed user name 'Bob!'"},
+          {{"post", "zed", "hi"}, 1, "unknown user 'zed'"},
+          {{"post", "alice", ""}, 1, "post text is empty"},
+          {{"post", "alice", std::string(281, 'x')}, 1, "post text is 281 characters"},
+          {{"post", "alice", "two\nlines"}, 1, "post text must be one line"},
+          {{"post", "alice", "bad \xff byte"}, 1, "post text is not valid UTF-8"},
+          {{"like", "carol", "99"}, 1, "unknown post #99"},
+          {{"like", "bob", "1"}, 1, "'bob' already likes post #1"},
+          {{"like", "bob", "one"}, 1, "malformed post id 'one'"},
+          {{"like", "zed", "1"}, 1, "unknown user 'zed'"},
+          {{"follow", "bob", "bob"}, 1, "a user cannot follow themself ('bob')"},
+          {{"follow", "bob", "alice"}, 1, "'bob' already follows 'alice'"},
+          {{"follow", "bob", "zed"}, 1, "unknown user 'zed'"},
+          {{"unfollow", "carol", "alice"}, 1, "'carol' does not follow 'alice'"},
+          {{"feed", "zed"}, 1, "unknown user 'zed'"},
+          {{"feed", "Zed"}, 1, "malformed user name 'Zed'"},
+          {{"demo"}, 1, "'feed.db' already holds 6 events"},
+      });
+}
+
+TEST_CASE("factum-feed --at takes only real UTC times, to the second") {
+  Network net;
+  std::vector<Refusal> refusals;
+  for (const char* bad : {"2024-02-30T10:00Z",
+                          "2023-02-29T10:00Z",
+                          "2024-04-31T10:00Z",
+                          "2024-13-01T10:00Z",
+                          "2024-00-10T10:00Z",
+                          "2024-05-00T10:00Z",
+                          "",
+                          " ",
+                          "2024-05-01",
+                          "2024-05-01T10",
+                          "2024-05-01T10:",
+                          "2024-05-01T10:00Zx",
+                          "2024-05-01T10:00:00Z junk",
+                          "2024-05-01T10:00ZZ",
+                          "2024-05-01T24:00Z",
+                          "2024-05-01T10:60Z",
+                          "2024-05-01T10:00:60Z",
+                          "2024-5-01T10:00Z",
+                          "2024-05-1T10:00Z",
+                          "2024-05-01T1:00Z",
+                          "2024-05-01T10:0Z",
+                          "2024-05-01T10:00:0Z",
+                          " 2024-05-01T10:00Z",
+                          "+2024-05-01T10:00Z",
+                          "2024-05-01T-1:00Z",
+                          "2024-05-01T10:+1Z",
+                          "1969-12-31T23:59Z",
+                          "2024-05-01X10:00Z",
+                          "2024/05/01T10:00Z"}) {
+    refusals.push_back({{"--at", bad, "join", "dave"},
+                        2,
+                        "--at: malformed time '" + std::string(bad) +
+                            "': use a real UTC time YYYY-MM-DDTHH:MM[:SS]Z"});
+  }
+  factum::test::check_refusals(net.folder, net.db, refusals);
+  // A leap day is a real day, in 2024 and in 2000; the time goes into the event as given.
+  CHECK(net.folder.ok({"--at", "2024-02-29T23:59:59Z", "join", "dave"}) == "dave joined\n");
+  CHECK(net.folder.ok({"--at", "2000-02-29 00:00", "join", "erin"}) == "erin joined\n");
+  CHECK(net.folder.ok({"--at", "2024-02-29T12:00Z", "post", "dave", "leap"}) ==
+        "#2 posted by dave, delivered to the feeds of 0 followers\n");
+  CHECK(contains(net.folder.ok({"feed", "bob"}), "#1    05-01 10:00  alice"));
+}
+
+TEST_CASE("factum-feed escapes control characters and bytes that are not UTF-8 in its errors") {
+  Network net;
+  factum::test::check_one_line_error(net.folder.run({"join", "a\x1b[31m\x07\xff"}), "factum-feed",
+                                     1, "malformed user name 'a\\x1b[31m\\x07\\xff'");
+  factum::test::check_one_line_error(net.folder.run({"like", "bob", "1\x1b]0;x\x07"}),
+                                     "factum-feed", 1, "malformed post id '1\\x1b]0;x\\x07'");
+  factum::test::check_one_line_error(net.folder.run({"--at", "\x1b[2J\r\n", "join", "dave"}),
+                                     "factum-feed", 2, "'\\x1b[2J\\x0d\\x0a'");
+  factum::test::check_one_line_error(net.folder.run({"frob\x1b[2J\r\n"}), "factum-feed", 2,
+                                     "unknown command 'frob\\x1b[2J\\x0d\\x0a'");
 }

@@ -312,6 +312,15 @@ TEST_CASE("post ids, times and bars parse and render as documented") {
   CHECK(feed::parse_time("2024-05-01 10:05") == at("10:05"));
   CHECK_THROWS_AS(feed::parse_time("10:05"), FeedError);
   CHECK_THROWS_AS(feed::parse_time("2024-13-01T10:05Z"), FeedError);
+  for (const char* bad : {"2024-02-30T10:05Z", "2023-02-29T10:05Z", "2100-02-29T10:05Z", "",
+                          "2024-05-01T10:05Zx", "2024-05-01T24:00Z", "2024-5-01T10:05Z"}) {
+    CHECK_THROWS_AS(feed::parse_time(bad), FeedError);
+  }
+  CHECK(feed::parse_time("2024-02-29T23:59:59Z") ==
+        factum::Timestamp{std::chrono::sys_days{std::chrono::year{2024} / 2 / 29} +
+                          std::chrono::seconds{86399}});
+  CHECK(feed::parse_time("2000-02-29T00:00Z") ==
+        factum::Timestamp{std::chrono::sys_days{std::chrono::year{2000} / 2 / 29}});
   CHECK(feed::format_day_minute(at("10:05")) == "05-01 10:05");
   CHECK(feed::bar(1, 2, 4) == "██  ");
   CHECK(feed::bar(1, 16, 2) == "▏ ");

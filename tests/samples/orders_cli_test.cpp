@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "sample_cli.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -173,16 +174,19 @@ TEST_CASE("commands on a store that does not exist fail without creating it") {
   CHECK(!std::filesystem::exists(f.db()));
 }
 
-TEST_CASE("usage errors exit with CLI11's own code and message") {
+TEST_CASE("usage errors exit 2 with one line naming the program") {
   Folder f;
   const Result none = f.run("");
-  CHECK(none.code > 1);
-  CHECK(!none.err.empty());
+  CHECK(none.code == 2);
+  CHECK(none.err == "factum-orders: A subcommand is required (see factum-orders --help)\n");
   const Result missing = f.run("place o-1 ann");
-  CHECK(missing.code > 1);
-  CHECK(contains(missing.err, "ITEMS"));
-  CHECK(f.run("frobnicate").code > 1);
-  CHECK(f.run("board --bogus").code > 1);
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "factum-orders: ITEMS is required (see factum-orders --help)\n");
+  const Result unknown = f.run("frobnicate");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err == "factum-orders: unknown command 'frobnicate' (see factum-orders --help)\n");
+  CHECK(f.run("board --bogus").code == 2);
+  CHECK(f.run("demo --orders 0").code == 2);
   CHECK(!std::filesystem::exists(f.db()));
 }
 
@@ -214,4 +218,97 @@ TEST_CASE("demo writes a realistic history, and refuses a store with events unle
   f.ok("demo --orders 10 --fresh");
   CHECK(f.head() < head);
   CHECK(contains(f.ok("board --limit 1"), "10 orders: "));
+}
+
+namespace {
+
+using factum::test::Refusal;
+
+// factum-orders in a folder of its own, with orders.db made by successful commands: o-1
+// placed, o-2 delivered, o-3 cancelled.
+struct Shop {
+  factum::test::SampleFolder folder{"factum-orders", FACTUM_ORDERS_BIN};
+  std::filesystem::path db = folder.file("orders.db");
+  Shop() {
+    folder.ok({"place", "o-1", "ann", "mug-01:1:12.50"});
+    folder.ok({"place", "o-2", "bob", "kettle:1:39"});
+    for (const char* step : {"pay", "ship", "deliver"}) folder.ok({step, "o-2"});
+    folder.ok({"place", "o-3", "cy", "mug-01:2:1"});
+    folder.ok({"cancel", "o-3"});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("factum-orders: every usage error exits 2 and leaves the store byte for byte unchanged") {
+  Shop shop;
+  factum::test::check_refusals(
+      shop.folder, shop.db,
+      {
+          {{}, 2, "A subcommand is required"},
+          {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+          {{"place", "o-9", "ann"}, 2, "ITEMS"},
+          {{"pay"}, 2, "ORDER"},
+          {{"pay", "o-1", "o-2"}, 2, "o-2"},
+          {{"board", "--bogus"}, 2, "--bogus"},
+          {{"board", "--limit", "x"}, 2, "--limit"},
+          {{"outbox", "--limit", "-1"}, 2, "--limit: Value -1 not in range"},
+          {{"board", "--limit", "-1"}, 2, "--limit: Value -1 not in range"},
+          {{"demo", "--orders", "0"}, 2, "--orders"},
+          {{"demo", "--seed", "x"}, 2, "--seed"},
+          {{"--db"}, 2, "--db"},
+      });
+}
+
+TEST_CASE("factum-orders: every refused input leaves the store byte for byte unchanged") {
+  Shop shop;
+  factum::test::check_refusals(
+      shop.folder, shop.db,
+      {
+          {{"place", "o-9", "ann", "mug-01:1:12.505"}, 1, "malformed amount '12.505'"},
+          {{"place", "o-9", "ann", "mug-01:1:0"}, 1, "malformed amount '0'"},
+          {{"place", "o-9", "ann", "mug-01:two:1"}, 1, "bad quantity 'two'"},
+          {{"place", "o-9", "ann", "mug-01"}, 1, "bad item 'mug-01'"},
+          {{"place", "o-9", "ann", "mug-01:1:1", "mug-01:2:1"}, 1, "SKU 'mug-01' is listed twice"},
+          {{"place", "o-9", "ann smith", "mug-01:1:1"}, 1, "bad customer 'ann smith'"},
+          {{"place", "o 9", "ann", "mug-01:1:1"}, 1, "bad order id 'o 9'"},
+          {{"pay", "o/1"}, 1, "bad order id 'o/1'"},
+          {{"show", "_o"}, 1, "bad order id '_o'"},
+          {{"search", " "}, 1, "search: give at least one word"},
+          {{"board", "--status", "lost"}, 1, "unknown status 'lost'"},
+      });
+}
+
+TEST_CASE(
+    "factum-orders: every command the rules refuse leaves the store byte for byte unchanged") {
+  Shop shop;
+  factum::test::check_refusals(
+      shop.folder, shop.db,
+      {
+          {{"pay", "o-9"}, 1, "unknown order o-9"},
+          {{"ship", "o-9"}, 1, "unknown order o-9"},
+          {{"deliver", "o-9"}, 1, "unknown order o-9"},
+          {{"cancel", "o-9"}, 1, "unknown order o-9"},
+          {{"refund", "o-9"}, 1, "unknown order o-9"},
+          {{"show", "o-9"}, 1, "unknown order o-9"},
+          {{"place", "o-1", "bob", "mug-01:1:1"}, 1, "order o-1 exists already"},
+          {{"ship", "o-1"}, 1, "order o-1 is placed, not paid: cannot ship it"},
+          {{"refund", "o-1"}, 1, "cannot refund it"},
+          {{"pay", "o-2"}, 1, "order o-2 is already delivered: cannot pay it"},
+          {{"cancel", "o-2"}, 1, "cannot cancel it"},
+          {{"refund", "o-3"}, 1, "order o-3 is cancelled: cannot refund it"},
+          {{"pay", "o-3", "--db", "orders.db"}, 1, "order o-3 is cancelled: cannot pay it"},
+          {{"demo"}, 1, "orders.db holds 7 events already"},
+      });
+}
+
+TEST_CASE("factum-orders escapes control characters and bytes that are not UTF-8 in its errors") {
+  Shop shop;
+  factum::test::check_one_line_error(shop.folder.run({"pay", "o\x1b[31m\x07\xff"}), "factum-orders",
+                                     1, "bad order id 'o\\x1b[31m\\x07\\xff'");
+  factum::test::check_one_line_error(
+      shop.folder.run({"place", "o-9", "ann", "mug-01:1:1\x1b]0;x\x07"}), "factum-orders", 1,
+      "malformed amount '1\\x1b]0;x\\x07'");
+  factum::test::check_one_line_error(shop.folder.run({"frob\x1b[2J\r\n"}), "factum-orders", 2,
+                                     "unknown command 'frob\\x1b[2J\\x0d\\x0a'");
 }
