@@ -1,4 +1,5 @@
-# Install rules and the package config that find_package(factum CONFIG) reads.
+# Install rules and the package config that find_package(factum CONFIG) reads, both from an
+# install prefix and straight from this build tree (-Dfactum_DIR=<build dir>, nothing installed).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS factum_eventstore factum_snapshots factum_aggregates factum_projections factum EXPORT factumTargets
@@ -11,6 +12,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT factumTargets NAMESPACE factum::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)
+# The same targets for the build tree, as fmt does: they point at the libraries built here and
+# the headers of the source tree. Beside them sit the config and version files below, so the
+# build directory is a package directory of its own.
+export(EXPORT factumTargets NAMESPACE factum:: FILE ${PROJECT_BINARY_DIR}/factumTargets.cmake)
+# One config file serves both: it finds factumTargets.cmake beside itself.
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/factum-config.cmake.in
                               ${PROJECT_BINARY_DIR}/factum-config.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)

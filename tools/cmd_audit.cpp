@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "event_json.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "store_access.hpp"
 

@@ -16,6 +16,7 @@
 #include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
 #include "store_access.hpp"

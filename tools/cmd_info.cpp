@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "store_access.hpp"
 

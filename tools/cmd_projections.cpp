@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "factum/projections/projection_engine.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "store_access.hpp"
 

@@ -14,6 +14,7 @@
 #include "cli.hpp"
 #include "event_json.hpp"
 #include "factum/projections/subscription.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "store_access.hpp"
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
 #include "store_access.hpp"

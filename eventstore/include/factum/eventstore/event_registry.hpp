@@ -42,28 +42,13 @@
 #include <variant>
 #include <vector>
 
+#include "factum/eventstore/domain_event.hpp"
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/payload_archive.hpp"
 
 namespace factum {
-
-// A domain event type: a default-constructible struct with a stable type name.
-template <class E>
-concept DomainEvent = std::default_initializable<E> && std::copy_constructible<E> && requires {
-  { E::event_type } -> std::convertible_to<std::string_view>;
-};
-
-// The schema version of E: E::schema_version, or 1 when E does not declare one.
-template <DomainEvent E>
-constexpr std::uint32_t schema_version_of() {
-  if constexpr (requires { E::schema_version; }) {
-    return static_cast<std::uint32_t>(E::schema_version);
-  } else {
-    return 1;
-  }
-}
 
 // What a typed read does with an event whose type the caller did not ask for.
 enum class UnknownEvents {

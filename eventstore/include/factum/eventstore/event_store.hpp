@@ -19,9 +19,15 @@
 // called concurrently. Appends from many threads are committed together (group commit).
 // Several processes may open the same file; their appends stay correct (each waits for the
 // file's write lock up to StoreOptions::busy_timeout).
+//
+// This header shows the raw API only: it does not include event_registry.hpp, so a user of
+// EventData never parses Boost.Serialization. The typed appends below (domain events encoded
+// through an EventRegistry) are usable where event_registry.hpp is included too
+// (docs/headers.md).
 #pragma once
 
 #include <boost/signals2/signal.hpp>
+#include <concepts>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -31,19 +37,29 @@
 #include <string_view>
 #include <vector>
 
+#include "factum/eventstore/domain_event.hpp"
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_range.hpp"
-#include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
 
 namespace factum {
 
+class EventRegistry;  // event_registry.hpp
+
 namespace detail {
 class StoreImpl;
-}
+
+// The registry of a typed append, once event_registry.hpp defines it. Checked only when a
+// typed append is instantiated (the registry is then a template parameter, so this header
+// needs no more than the declaration above).
+template <class Registry>
+concept DefinedRegistry = std::same_as<Registry, EventRegistry> && requires {
+  sizeof(Registry);
+};
+}  // namespace detail
 
 // Where an append put its events.
 struct AppendResult {
@@ -176,19 +192,26 @@ class EventStore {
   AppendResult append(std::string_view stream, ExpectedVersion expected, const EventData& event);
 
   // Typed append: encodes each event through `registry` (each gets a fresh id and
-  // `metadata`) and appends them as one batch. Throws what append throws, and
-  // UnknownEventTypeError for a type the registry does not know. For a retry that must be
-  // recognised as one, encode once (registry.encode) and append the same EventData again.
-  template <DomainEvent... E>
-  requires(sizeof...(E) > 0) AppendResult
-      append(std::string_view stream, ExpectedVersion expected, const EventRegistry& registry,
+  // `metadata`) and appends them as one batch:
+  //   store.append("account-1", ExpectedVersion::any(), registry, MoneyDeposited{...});
+  // Needs #include <factum/eventstore/event_registry.hpp> where it is called (a static_assert
+  // says so otherwise). Throws what append throws, and UnknownEventTypeError for a type the
+  // registry does not know. For a retry that must be recognised as one, encode once
+  // (registry.encode) and append the same EventData again. `Registry` is always EventRegistry
+  // (deduced); it is a template parameter only so that this header can leave EventRegistry
+  // undefined.
+  template <class Registry, DomainEvent... E>
+  requires(std::same_as<Registry, EventRegistry> && sizeof...(E) > 0) AppendResult
+      append(std::string_view stream, ExpectedVersion expected, const Registry& registry,
              const Metadata& metadata, const E&... events) {
+    static_assert(detail::DefinedRegistry<Registry>,
+                  "a typed append needs #include <factum/eventstore/event_registry.hpp>");
     const std::vector<EventData> batch{registry.encode(events, metadata)...};
     return append(stream, expected, std::span<const EventData>(batch));
   }
-  template <DomainEvent... E>
-  requires(sizeof...(E) > 0) AppendResult
-      append(std::string_view stream, ExpectedVersion expected, const EventRegistry& registry,
+  template <class Registry, DomainEvent... E>
+  requires(std::same_as<Registry, EventRegistry> && sizeof...(E) > 0) AppendResult
+      append(std::string_view stream, ExpectedVersion expected, const Registry& registry,
              const E&... events) {
     return append(stream, expected, registry, Metadata{}, events...);
   }
@@ -208,7 +231,7 @@ class EventStore {
   EventRange read_category(std::string_view category, Position from_position = 1) const;
   // The whole log from `from_position`, in position order.
   EventRange read_all(Position from_position = 1) const;
-  // Typed reads go through the registry:
+  // Typed reads go through the registry (event_registry.hpp):
   //   for (const auto& d : registry.typed<BankEvent>(store.read_stream("account-1"))) ...
 
   // The stream's last version; 0 when it has no events.
