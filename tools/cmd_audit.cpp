@@ -22,10 +22,12 @@ struct AuditOptions {
   bool json = false;
 };
 
-// The envelope of a related event, as the listings show it.
+// The envelope of a related event, as the listings show it, and whether the stored event
+// matches its hash.
 struct Related {
   std::int64_t depth = 0;
   RecordedEvent event;  // position, stream id, version, type, id and recorded_at only
+  bool hash_ok = true;
 };
 
 // A list of related events: the first `limit` of them, and how many there are.
@@ -108,6 +110,7 @@ std::optional<RecordedEvent> find_event(const EventStore& store, const AuditOpti
 struct Audit {
   RecordedEvent event;
   bool hash_ok = false;
+  bool related_ok = true;                    // every related event shown matches its hash
   std::optional<RecordedEvent> cause;        // the event named by causation_id, when stored
   std::optional<RecordedEvent> compensated;  // the event named by compensates, when stored
   EventId correlation;
@@ -127,6 +130,18 @@ Audit audit(const EventStore& store, RecordedEvent e, std::uint64_t limit) {
   a.group = query_related(store, kCorrelationSql, a.correlation, limit);
   a.compensations = from_events(store.compensations_of(e.id), limit);
   a.event = std::move(e);
+  // Every related event shown is checked as the audited one is: a listing is no place for an
+  // altered event to pass unnoticed.
+  for (const std::optional<RecordedEvent>* one : {&a.cause, &a.compensated}) {
+    if (*one && !hash_matches(**one)) a.related_ok = false;
+  }
+  for (RelatedList* list : {&a.caused, &a.group, &a.compensations}) {
+    for (Related& r : list->shown) {
+      const std::optional<RecordedEvent> stored = store.read_event(r.event.id);
+      r.hash_ok = stored && hash_matches(*stored);
+      if (!r.hash_ok) a.related_ok = false;
+    }
+  }
   return a;
 }
 
@@ -137,6 +152,7 @@ Json list_json(const RelatedList& list, bool with_depth) {
   for (const Related& r : list.shown) {
     Json j = event_brief_json(r.event);
     if (with_depth) j["depth"] = r.depth;
+    j["hash_ok"] = r.hash_ok;
     events.push_back(std::move(j));
   }
   return {{"total", list.total}, {"events", std::move(events)}};
@@ -146,8 +162,15 @@ Json audit_json(const Audit& a) {
   Json j = Json::object();
   j["event"] = event_to_json(a.event);
   j["hash_ok"] = a.hash_ok;
-  j["caused_by"] = a.cause ? event_brief_json(*a.cause) : Json(nullptr);
-  j["compensates"] = a.compensated ? event_brief_json(*a.compensated) : Json(nullptr);
+  j["related_ok"] = a.related_ok;
+  auto brief = [](const std::optional<RecordedEvent>& e) {
+    if (!e) return Json(nullptr);
+    Json out = event_brief_json(*e);
+    out["hash_ok"] = hash_matches(*e);
+    return out;
+  };
+  j["caused_by"] = brief(a.cause);
+  j["compensates"] = brief(a.compensated);
   j["caused"] = list_json(a.caused, true);
   j["correlation"] = list_json(a.group, false);
   j["correlation"]["id"] = a.correlation.to_string();
@@ -159,7 +182,8 @@ std::string id_or_dash(const std::optional<EventId>& id) { return id ? id->to_st
 
 std::string brief_line(const RecordedEvent& e) {
   return "position " + std::to_string(e.position) + ", " + printable(e.stream_id) + " v" +
-         std::to_string(e.stream_version) + ", " + printable(e.type);
+         std::to_string(e.stream_version) + ", " + printable(e.type) +
+         (hash_matches(e) ? "" : ", hash DOES NOT MATCH");
 }
 
 // "15 bytes: {"owner":"Ada"}" for text, "3 bytes: 0x010203" for binary (first 32 bytes).
@@ -215,7 +239,8 @@ void print_list(const std::string& title, const RelatedList& list, bool with_dep
                                       {"VERSION", Align::right},
                                       {"TYPE"},
                                       {"ID"},
-                                      {"RECORDED AT"}}) {
+                                      {"RECORDED AT"},
+                                      {"HASH"}}) {
     columns.push_back(std::move(c));
   }
   {
@@ -226,7 +251,8 @@ void print_list(const std::string& title, const RelatedList& list, bool with_dep
       const RecordedEvent& e = r.event;
       for (std::string c :
            {std::to_string(e.position), printable(e.stream_id), std::to_string(e.stream_version),
-            printable(e.type), e.id.to_string(), format_time(e.recorded_at)}) {
+            printable(e.type), e.id.to_string(), format_time(e.recorded_at),
+            std::string(r.hash_ok ? "ok" : "DOES NOT MATCH")}) {
         cells.push_back(std::move(c));
       }
       t.add(std::move(cells));
@@ -254,7 +280,11 @@ int run_audit(const AuditOptions& o) {
     print_list("correlation group " + a.correlation.to_string(), a.group, false);
     print_list("compensated by", a.compensations, false);
   }
-  return a.hash_ok ? kOk : kDamaged;
+  if (!a.related_ok) {
+    std::cerr << "factum: an event related to " << a.event.id.to_string()
+              << " does not match its hash (run factum verify)\n";
+  }
+  return a.hash_ok && a.related_ok ? kOk : kDamaged;
 }
 
 }  // namespace

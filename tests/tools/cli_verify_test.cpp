@@ -137,5 +137,29 @@ TEST_CASE("audit of an altered event says so with exit code 3") {
   CHECK(contains(r.out, "DOES NOT MATCH"));
 }
 
+TEST_CASE("audit checks the related events it shows: an altered one is named, exit code 3") {
+  SampleStore s;
+  s.tamper("UPDATE events SET actor = 'mallory' WHERE position = 8;");  // 7's compensation
+  const CliResult r = run_cli({"audit", s.file(), "--event", sid(7)});
+  CHECK(r.code == 3);
+  CHECK(contains(r.out, "(matches)"));  // the audited event itself is intact
+  CHECK(contains(r.out, "DOES NOT MATCH"));
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "related to " + sid(7)));
+  const CliResult json = run_cli({"audit", s.file(), "--event", sid(7), "--json"});
+  CHECK(json.code == 3);
+  const Json j = Json::parse(json.out);
+  CHECK(j["hash_ok"] == true);
+  CHECK(j["related_ok"] == false);
+  CHECK(j["compensations"]["events"][0]["hash_ok"] == false);
+  CHECK(j["caused_by"]["hash_ok"] == true);
+
+  s.tamper("UPDATE events SET actor = 'mallory' WHERE position = 6;");  // 7's cause
+  const Json cause = Json::parse(run_cli({"audit", s.file(), "-p", "7", "--json"}).out);
+  CHECK(cause["caused_by"]["hash_ok"] == false);
+  // An audit whose related events are all intact still exits 0.
+  CHECK(run_cli({"audit", s.file(), "--event", sid(1)}).code == 0);
+}
+
 }  // namespace
 }  // namespace factum::test
