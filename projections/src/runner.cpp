@@ -90,6 +90,7 @@ ProjectionRunner::Decision ProjectionRunner::open_turn(Sql& sql) {
   MutexLock lock(mu_);
   Decision d;
   d.turn = ++turns_;
+  d.known = file.has_value();
   d.stored = file ? *file : row_;
   d.row = d.stored;
   // A storage error being retried stays the last failure, and is recorded with this turn.
@@ -150,10 +151,9 @@ void ProjectionRunner::setup() {
   Position checkpoint = 0;
   store_.write_sql([&](Sql& sql) {
     create_meta_tables(sql);
-    const bool known = load_row(sql, name_).has_value();
     d = open_turn(sql);
     ProjectionRow& row = d.row;
-    if (!known) {
+    if (!d.known) {
       row = ProjectionRow{};
       row.name = name_;
       row.version = version_;

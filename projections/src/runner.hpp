@@ -58,6 +58,7 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   // What a transaction decided, published once it committed.
   struct Decision {
     std::uint64_t turn = 0;  // orders publications as the writer ordered the transactions
+    bool known = false;      // the file has a row for the projection
     ProjectionRow stored;    // the row as the file had it when the transaction began
     ProjectionRow row;       // as the transaction leaves it
     std::optional<ProjectionState> state;  // unset: keep the state shown
