@@ -16,14 +16,27 @@ class StoreImpl {
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     validate(appends);
-    // The events are collected whether or not a slot is connected now: one connected while
-    // the append is in flight (a subscription that has just read the log without its events)
-    // must still be told of the commit.
+    // Copies of the committed events are made only when a slot is connected. A slot connected
+    // while the append is in flight (a subscription that has just read the log without its
+    // events) must still be told of the commit: then the events are read back by position.
     std::vector<RecordedEvent> committed;
+    AppendSink sink;
+    if (!signal_.empty()) sink.events = &committed;
     const AppendHook* hook = appending_.empty() ? nullptr : &hook_;
-    auto results = storage_->append(appends, &committed, hook);
-    if (!committed.empty() && !signal_.empty()) signal_(committed);
+    auto results = storage_->append(appends, sink, hook);
+    if (sink.first_written == 0 || signal_.empty()) return results;
+    if (sink.events == nullptr) read_back(sink, committed);
+    signal_(committed);
     return results;
+  }
+
+  // The events of positions first_written..last_written, read from the log.
+  void read_back(const AppendSink& sink, std::vector<RecordedEvent>& out) const {
+    out.reserve(sink.last_written - sink.first_written + 1);
+    for (const RecordedEvent& e : range({PageQuery::Kind::all, {}, sink.first_written})) {
+      if (e.position > sink.last_written) break;
+      out.push_back(e);
+    }
   }
 
   void validate(std::span<const AppendView> appends) const {

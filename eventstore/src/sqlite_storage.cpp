@@ -46,14 +46,13 @@ class SqliteStorage final : public Storage {
     readers_ = std::make_unique<ReaderPool>(path, options);
   }
 
-  std::vector<AppendResult> append(std::span<const AppendView> appends,
-                                   std::vector<RecordedEvent>* committed,
+  std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
                                    const AppendHook* hook) override {
     if (!writer_) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot append to '" + path_ +
                                                             "': the store was opened read-only");
     }
-    return writer_->write(appends, committed, hook);
+    return writer_->write(appends, sink, hook);
   }
 
   void read_page(const PageQuery& query, std::size_t limit,

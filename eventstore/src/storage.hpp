@@ -23,6 +23,15 @@ struct AppendView {
   std::span<const EventData> events;
 };
 
+// What an append reports besides its results: the positions it wrote (one call's events are
+// contiguous in the log; none when every stream append was an idempotent retry), and copies of
+// the events written, when `events` is not null.
+struct AppendSink {
+  std::vector<RecordedEvent>* events = nullptr;
+  Position first_written = 0;  // 0: nothing written
+  Position last_written = 0;
+};
+
 // Called inside the append transaction (EventStore::on_appending).
 using AppendHook = std::function<void(AppendTransaction&)>;
 
@@ -39,10 +48,9 @@ class Storage {
   virtual ~Storage() = default;
 
   // Commits `appends` atomically with the semantics of EventStore::append_multi (arguments
-  // are validated already). Fills `committed` (when not null) with the events written.
+  // are validated already). Fills `sink` (see AppendSink).
   // Runs `hook` (when not null) inside the transaction after each stream append that writes.
-  virtual std::vector<AppendResult> append(std::span<const AppendView> appends,
-                                           std::vector<RecordedEvent>* committed,
+  virtual std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
                                            const AppendHook* hook) = 0;
   // Replaces `page` with up to `limit` events matching `query`, in its order.
   virtual void read_page(const PageQuery& query, std::size_t limit,

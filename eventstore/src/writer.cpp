@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <string>
 
 #include "rows.hpp"
@@ -113,12 +114,11 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       cache_(db_),
       max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
 
-std::vector<AppendResult> Writer::write(std::span<const AppendView> appends,
-                                        std::vector<RecordedEvent>* committed,
+std::vector<AppendResult> Writer::write(std::span<const AppendView> appends, AppendSink& sink,
                                         const AppendHook* hook) {
   Pending self;
   self.appends = appends;
-  self.committed = committed;
+  self.sink = &sink;
   self.hook = hook;
   enqueue(self);
   return std::move(self.results);
@@ -132,32 +132,94 @@ void Writer::write_sql(const std::function<void(Sql&)>& fn) {
 
 // Queues `self`; the caller at the front leads: it commits the queued appends (up to the
 // group limit; a write_sql always runs alone) and wakes their callers. Rethrows self's error.
+//
+// Each caller sleeps on its own mutex and condition variable, and the leader wakes them after
+// releasing the queue's mutex: a woken caller does not run into the queue's lock (held while
+// the leader wakes the others) and go back to sleep on it. The leader touches a Pending only
+// under that Pending's mutex, so its owner returns (and destroys it) only after the last touch.
 void Writer::enqueue(Pending& self) {
-  MutexLock lock(mu_);
-  queue_.push_back(&self);
-  while (!self.done && queue_.front() != &self) self.cv.wait(lock);
-  if (!self.done) {
-    std::size_t n = 1;
-    if (self.custom == nullptr) {
-      while (n < queue_.size() && n < max_group_size_ && queue_[n]->custom == nullptr) ++n;
-    }
-    std::vector<Pending*> group(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
-    if (self.custom != nullptr) {
-      run_custom(self);
-    } else {
-      commit_group(group);
-    }
-    lock.lock();
-    for (Pending* p : group) {
-      queue_.pop_front();
-      p->done = true;
-      if (p != &self) p->cv.notify_one();
-    }
-    if (!queue_.empty()) queue_.front()->cv.notify_one();  // the next leader
+  bool lead = false;
+  {
+    MutexLock lock(mu_);
+    queue_.push_back(&self);
+    lead = !leading_;
+    leading_ = true;
+    // A leader waiting for its group to fill (gather) is woken once enough callers queued.
+    if (!lead && queue_.size() >= gather_until_) gather_cv_.notify_one();
   }
-  lock.unlock();
+  if (!lead) {
+    MutexLock lock(self.mu);
+    while (self.turn == Turn::wait) self.cv.wait(lock);
+    lead = self.turn == Turn::lead;
+  }
+  if (lead) run_turn(self);
   if (self.error) std::rethrow_exception(self.error);
+}
+
+// The leader's turn: gathers a group, commits it, hands each caller its outcome, and passes
+// the lead to the next caller in the queue.
+void Writer::run_turn(Pending& self) {
+  MutexLock lock(mu_);
+  if (self.custom == nullptr) gather(lock);
+  std::size_t n = 1;
+  if (self.custom == nullptr) {
+    while (n < queue_.size() && n < max_group_size_ && queue_[n]->custom == nullptr) ++n;
+  }
+  // Only the leader uses group_, and only one caller leads at a time (leading_).
+  group_.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+  lock.unlock();
+  const auto start = std::chrono::steady_clock::now();
+  if (self.custom != nullptr) {
+    run_custom(self);
+  } else {
+    commit_group(group_);
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  lock.lock();
+  if (self.custom == nullptr) {
+    last_group_ = n;
+    last_commit_ = took;
+  }
+  for (std::size_t i = 0; i < n; ++i) queue_.pop_front();
+  lock.unlock();
+  for (Pending* p : group_) {
+    if (p == &self) continue;
+    MutexLock done(p->mu);
+    p->turn = Turn::done;
+    p->cv.notify_one();
+  }
+  // Hand the lead on (still leading_: no caller queued meanwhile has taken it), or give it up.
+  lock.lock();
+  Pending* next = queue_.empty() ? nullptr : queue_.front();
+  leading_ = next != nullptr;
+  lock.unlock();
+  if (next != nullptr) {
+    MutexLock lead(next->mu);
+    next->turn = Turn::lead;
+    next->cv.notify_one();
+  }
+}
+
+// Group commit's bounded wait (PostgreSQL's commit_delay, made adaptive). The callers of the
+// last group are woken together when it commits; they come back one by one, and the first one
+// would lead a group of one or two while the rest queue behind a whole commit (an fsync under
+// Durability::full): groups alternate between tiny and large. So a leader whose queue is shorter
+// than the last group waits, for at most half the time the last commit took, until as many
+// callers queued as were in the last group. A lone writer (last group of 1) never waits; when
+// callers stop coming, one wait runs out and the next group's size sets the next goal.
+void Writer::gather(MutexLock& lock) {
+  const std::size_t want = std::min(last_group_, max_group_size_);
+  if (queue_.size() >= want) return;
+  const auto budget = std::min<std::chrono::steady_clock::duration>(last_commit_ / 2,
+                                                                    std::chrono::milliseconds(10));
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  gather_until_ = want;
+  while (queue_.size() < want) {
+    if (!gather_cv_.wait_until(lock, deadline) && std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+  }
+  gather_until_ = std::numeric_limits<std::size_t>::max();
 }
 
 // The write transaction of one writer turn: BEGIN IMMEDIATE when made (waiting up to
@@ -243,45 +305,78 @@ void Writer::notify(Pending& p, AppendOutcome outcome) noexcept {
 void Writer::fail(Pending& p, std::exception_ptr error) noexcept {
   p.error = std::move(error);
   p.results.clear();
-  if (p.committed != nullptr) p.committed->clear();
+  if (p.sink != nullptr) {
+    if (p.sink->events != nullptr) p.sink->events->clear();
+    p.sink->first_written = p.sink->last_written = 0;
+  }
   notify(p, AppendOutcome::rolled_back);
 }
 
 // The group-commit transaction. Never throws: each pending append gets its own result or its
 // own error, and each slot's outcome notice hears its append's fate before the next turn.
+//
+// A failing append must leave nothing of itself in the group's transaction. Most failures
+// (a version conflict, a duplicate first id, a retry) come before an append writes anything,
+// so a group runs first without savepoints (two statements per append saved); an append that
+// fails after it wrote (seen by sqlite3_total_changes) makes the group start over with each
+// append under its own savepoint. Appends with on_appending slots are isolated from the start:
+// their slots must run once per attempt that can commit.
 void Writer::commit_group(std::span<Pending* const> group) noexcept {
-  try {
-    Transaction tx(*this);  // phase 1: the file's write lock
-    // Phase 2: apply each append; in a group of several, each under a savepoint.
-    const bool isolate = group.size() > 1;
-    Tail tail = read_tail();
-    const std::int64_t now = now_us();
-    for (Pending* p : group) {
-      const Tail before = tail;
-      Savepoint sp(*this, isolate);
-      try {
-        apply(*p, tail, now);
-        sp.release();
-      } catch (...) {
-        fail(*p, std::current_exception());
-        tail = before;
-        // SQLite rolls the whole transaction back on some errors (disk full, I/O): then every
-        // append of the group fails with this error.
-        if (!db_.in_transaction()) throw;
-        if (!isolate) return;  // tx rolls back
-        sp.rollback();
+  bool isolate = group.size() > 1 && std::any_of(group.begin(), group.end(),
+                                                 [](Pending* p) { return p->hook != nullptr; });
+  const std::int64_t now = now_us();
+  for (;;) {
+    bool again = false;
+    try {
+      Transaction tx(*this);  // phase 1: the file's write lock
+      // Phase 2: apply each append.
+      Tail tail = read_tail();
+      for (Pending* p : group) {
+        const Tail before = tail;
+        const auto changes = sqlite3_total_changes64(db_.get());
+        Savepoint sp(*this, isolate);
+        try {
+          apply(*p, tail, now);
+          sp.release();
+        } catch (...) {
+          fail(*p, std::current_exception());
+          tail = before;
+          // SQLite rolls the whole transaction back on some errors (disk full, I/O): then
+          // every append of the group fails with this error.
+          if (!db_.in_transaction()) throw;
+          if (group.size() == 1) return;  // tx rolls back
+          if (isolate) {
+            sp.rollback();
+          } else if (sqlite3_total_changes64(db_.get()) != changes) {
+            again = true;  // it wrote before failing: start over, isolated (tx rolls back)
+            break;
+          }
+        }
       }
+      if (!again) {
+        tx.commit("committing appends");  // phase 3: one commit (one fsync) for the group
+        break;
+      }
+    } catch (...) {
+      for (Pending* p : group) {
+        if (!p->error) fail(*p, std::current_exception());
+      }
+      return;
     }
-    tx.commit("committing appends");  // phase 3: one commit (one fsync) for the whole group
-  } catch (...) {
-    for (Pending* p : group) {
-      if (!p->error) fail(*p, std::current_exception());
-    }
-    return;
+    for (Pending* p : group) reset(*p);
+    isolate = true;
   }
   for (Pending* p : group) {
     if (!p->error) notify(*p, AppendOutcome::committed);
   }
+}
+
+// Forgets what an attempt did to `p` (results, copies, error) before the group starts over.
+void Writer::reset(Pending& p) noexcept {
+  p.error = nullptr;
+  p.results.clear();
+  if (p.sink->events != nullptr) p.sink->events->clear();
+  p.sink->first_written = p.sink->last_written = 0;
 }
 
 void Writer::run(Statement& s, std::string_view doing) {
@@ -347,14 +442,21 @@ class Writer::HookTransaction final : public AppendTransaction {
 void Writer::apply(Pending& p, Tail& tail, std::int64_t now) {
   p.results.clear();
   p.results.reserve(p.appends.size());
+  const Position start = tail.position;
   if (p.hook == nullptr) {
-    for (const AppendView& a : p.appends) p.results.push_back(apply_one(a, tail, now, p.committed));
-    return;
+    for (const AppendView& a : p.appends) {
+      p.results.push_back(apply_one(a, tail, now, p.sink->events));
+    }
+  } else {
+    for (const AppendView& a : p.appends) {
+      std::vector<RecordedEvent> events;
+      p.results.push_back(apply_one(a, tail, now, &events));
+      run_hook(p, events);
+    }
   }
-  for (const AppendView& a : p.appends) {
-    std::vector<RecordedEvent> events;
-    p.results.push_back(apply_one(a, tail, now, &events));
-    run_hook(p, events);
+  if (tail.position > start) {
+    p.sink->first_written = start + 1;
+    p.sink->last_written = tail.position;
   }
 }
 
@@ -362,8 +464,8 @@ void Writer::run_hook(Pending& p, std::vector<RecordedEvent>& events) {
   if (events.empty()) return;  // a retry: nothing written
   HookTransaction tx(*this, p, events);
   (*p.hook)(tx);
-  if (p.committed != nullptr) {
-    std::move(events.begin(), events.end(), std::back_inserter(*p.committed));
+  if (p.sink->events != nullptr) {
+    std::move(events.begin(), events.end(), std::back_inserter(*p.sink->events));
   }
 }
 

@@ -6,11 +6,13 @@
 // Thread-safety: write() may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -30,30 +32,33 @@ class Writer {
  public:
   Writer(const std::filesystem::path& path, const StoreOptions& options);
 
-  // Commits `appends` atomically, grouped with concurrent calls. Fills `committed` (when not
-  // null) with the events written. Throws what the append would: ConcurrencyError,
-  // DuplicateEventError, InvalidArgument, StorageError.
-  // Runs `hook` (when not null) inside the transaction after each stream append that writes;
-  // a hook that throws fails that append.
-  std::vector<AppendResult> write(std::span<const AppendView> appends,
-                                  std::vector<RecordedEvent>* committed, const AppendHook* hook);
+  // Commits `appends` atomically, grouped with concurrent calls. Fills `sink` with the
+  // positions written and (when sink.events is not null) copies of the events written. Throws
+  // what the append would: ConcurrencyError, DuplicateEventError, InvalidArgument,
+  // StorageError. Runs `hook` (when not null) inside the transaction after each stream append
+  // that writes; a hook that throws fails that append.
+  std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
+                                  const AppendHook* hook);
 
   // Runs `fn` alone in one write transaction, in turn with the appends. Rethrows what fn
   // throws (after rolling back) or a StorageError.
   void write_sql(const std::function<void(Sql&)>& fn);
 
  private:
+  enum class Turn { wait, lead, done };
   struct Pending {
     std::span<const AppendView> appends;
-    std::vector<RecordedEvent>* committed = nullptr;
+    AppendSink* sink = nullptr;
     const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
     const AppendHook* hook = nullptr;
     std::vector<AppendResult> results;
     // Outcome notices registered by its on_appending slots (AppendTransaction::on_outcome).
     std::vector<std::function<void(AppendOutcome)>> notices;
     std::exception_ptr error;
-    bool done = false;  // under the writer's mu_
+    // Whose turn: set by the leader that commits this append or passes the lead to it.
+    Mutex mu;
     CondVar cv;
+    Turn turn FACTUM_GUARDED_BY(mu) = Turn::wait;
   };
   struct Tail {
     Position position = 0;
@@ -64,10 +69,13 @@ class Writer {
   class Savepoint;
 
   void enqueue(Pending& self) FACTUM_EXCLUDES(mu_);
+  void run_turn(Pending& self) FACTUM_EXCLUDES(mu_);
+  void gather(MutexLock& lock) FACTUM_REQUIRES(mu_);
   void commit_group(std::span<Pending* const> group) noexcept;
   // Records `error` as p's, forgets its results and tells its slots it was rolled back.
   static void fail(Pending& p, std::exception_ptr error) noexcept;
   static void notify(Pending& p, AppendOutcome outcome) noexcept;
+  static void reset(Pending& p) noexcept;
   void run_custom(Pending& p) noexcept;
   class HookTransaction;
   void apply(Pending& p, Tail& tail, std::int64_t now);
@@ -111,6 +119,14 @@ class Writer {
 
   Mutex mu_;
   std::deque<Pending*> queue_ FACTUM_GUARDED_BY(mu_);
+  // Group commit's pacing (see gather()): the size and duration of the last group's commit,
+  // and the queue length at which a gathering leader is woken (max: none is gathering).
+  std::size_t last_group_ FACTUM_GUARDED_BY(mu_) = 1;
+  std::chrono::steady_clock::duration last_commit_ FACTUM_GUARDED_BY(mu_){};
+  std::size_t gather_until_ FACTUM_GUARDED_BY(mu_) = std::numeric_limits<std::size_t>::max();
+  CondVar gather_cv_;
+  bool leading_ FACTUM_GUARDED_BY(mu_) = false;  // a caller leads (from enqueue to hand-off)
+  std::vector<Pending*> group_;                  // the leader's group (only the leader uses it)
 };
 
 }  // namespace factum::detail

@@ -372,6 +372,89 @@ TEST_CASE("one caller's ConcurrencyError or DuplicateEventError does not fail it
   CHECK(t.store.verify().ok());
 }
 
+TEST_CASE("an append that fails after writing leaves nothing of itself in its group's commit") {
+  // Odd threads append to a new stream an event that compensates an event that does not
+  // exist: the writer has created the stream's row when it finds out. A group commits without
+  // savepoints first; such a failure must make it start over with each append isolated, or the
+  // orphaned stream row would be committed with the others (verify: a stream without events).
+  constexpr int kThreads = 8;
+  TempStore t;
+  t.store.append("seed-1", ExpectedVersion::no_stream(), make_event());
+  const std::size_t commits_before = wal_commits(t.path);
+  std::vector<int> refused(kThreads, 0);
+  append_behind_lock(t.path, kThreads, [&](int i) {
+    if (i % 2 == 0) {
+      t.store.append("ok-" + std::to_string(i), ExpectedVersion::no_stream(), make_event());
+      return;
+    }
+    EventData e = make_event();
+    e.metadata.compensates = EventId::generate();
+    try {
+      t.store.append("ghost-" + std::to_string(i), ExpectedVersion::no_stream(), e);
+    } catch (const InvalidArgument&) {
+      refused[static_cast<std::size_t>(i)] = 1;
+    }
+  });
+  const std::size_t commits = wal_commits(t.path) - commits_before;
+  MESSAGE((kThreads / 2), " good appends beside ", (kThreads / 2), " failing ones took ", commits,
+          " commits");
+  CHECK(commits < kThreads / 2);  // they were grouped
+  for (int i = 0; i < kThreads; ++i) {
+    CAPTURE(i);
+    if (i % 2 == 0) {
+      CHECK(t.store.stream_version("ok-" + std::to_string(i)) == 1);
+    } else {
+      CHECK(refused[static_cast<std::size_t>(i)] == 1);
+      CHECK(t.store.stream_version("ghost-" + std::to_string(i)) == 0);
+    }
+  }
+  std::optional<std::int64_t> stream_rows;
+  t.store.read_sql(
+      [&](Sql& sql) { stream_rows = sql.query_integer("SELECT count(*) FROM streams"); });
+  CHECK(stream_rows == std::int64_t{1 + kThreads / 2});
+  CHECK(t.store.head_position() == 1 + kThreads / 2);
+  const VerifyResult v = t.store.verify();
+  CHECK(v.ok());
+}
+
+TEST_CASE("a slot connected while an append waits for the write lock hears of its commit") {
+  // No slot is connected when the append starts, so it makes no copies of its events; the
+  // slot connected meanwhile must still get them (read back after the commit), as they are.
+  TempStore t;
+  t.store.append("before-1", ExpectedVersion::any(), make_event());
+  const EventData retried = make_event();
+  t.store.append("retry-1", ExpectedVersion::no_stream(), retried);
+  EventData e = make_event("test.Late", "late payload");
+  e.metadata.actor = "tester";
+  e.metadata.values["k"] = "v";
+  std::vector<RecordedEvent> heard;
+  std::mutex mu;
+  boost::signals2::scoped_connection c;
+  {
+    WriteLock lock(t.path);
+    std::thread appender([&] {
+      t.store.append("late-1", ExpectedVersion::no_stream(),
+                     std::vector<EventData>{e, make_event()});
+      t.store.append("retry-1", ExpectedVersion::no_stream(), retried);  // a retry: nothing new
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the append waits for the lock
+    c = t.store.on_appended().connect([&](const std::vector<RecordedEvent>& events) {
+      std::lock_guard g(mu);
+      heard.insert(heard.end(), events.begin(), events.end());
+    });
+    lock.release();
+    appender.join();
+  }
+  const std::vector<RecordedEvent> stored = t.store.read_stream("late-1").to_vector();
+  REQUIRE(stored.size() == 2);
+  std::lock_guard g(mu);
+  REQUIRE(heard.size() == 2);
+  CHECK(heard[0] == stored[0]);
+  CHECK(heard[1] == stored[1]);
+  CHECK(heard[0].metadata.values.at("k") == "v");
+  CHECK(heard[0].previous_hash == t.store.read_stream("retry-1").to_vector().front().hash);
+}
+
 TEST_CASE("readers beside appending writers see gap-free positions and whole batches") {
   constexpr int kWriters = 4;
   constexpr int kBatches = 40;
