@@ -232,7 +232,13 @@ void configure_connection(Database& db, const StoreOptions& options, bool reader
     db.exec(("PRAGMA max_page_count=" + std::to_string(pages > 0 ? pages : 1)).c_str(),
             "setting the size limit");
   }
-  if (reader || options.read_only) db.exec("PRAGMA query_only=1", "opening for reading");
+  if (reader || options.read_only) {
+    db.exec("PRAGMA query_only=1", "opening for reading");
+    return;
+  }
+  const std::size_t pages = std::clamp<std::size_t>(options.checkpoint_pages, 1, 1U << 30);
+  db.exec(("PRAGMA wal_autocheckpoint=" + std::to_string(pages)).c_str(),
+          "setting the checkpoint size");
 }
 
 std::string select_events(const char* tail) {

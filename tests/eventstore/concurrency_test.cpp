@@ -86,7 +86,7 @@ std::uint32_t big_endian32(const std::vector<unsigned char>& b, std::size_t at) 
 // reset: the frames of the current WAL generation (same salts as the header) that end a
 // commit (non-zero "database size after commit"). See https://sqlite.org/fileformat.html.
 // Valid while no checkpoint resets the WAL (the cases below write far fewer than the
-// 1000 pages that trigger an automatic checkpoint).
+// StoreOptions::checkpoint_pages (4000) that trigger an automatic checkpoint).
 std::size_t wal_commits(const std::filesystem::path& store) {
   std::ifstream in(store.string() + "-wal", std::ios::binary);
   const std::vector<unsigned char> wal{std::istreambuf_iterator<char>(in), {}};

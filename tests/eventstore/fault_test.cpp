@@ -303,12 +303,14 @@ TEST_CASE("a commit failure rolls back what on_appending slots wrote with the ev
 
 TEST_CASE("a failing checkpoint after a commit does not fail or lose the acknowledged append") {
   FaultInjection fault;
-  TempStore t(TempStore::durable_options());
+  StoreOptions options = TempStore::durable_options();
+  options.checkpoint_pages = 1000;
+  TempStore t(options);
   // The checkpoint (copying the WAL into the database file, after the commit) cannot sync the
   // database file; the appends themselves only sync the WAL.
   fault.fail(FaultOp::sync, 1, codes::kIoErrFsync, FaultInjection::kForever, FaultFile::main_db);
   std::vector<EventData> all;
-  for (int i = 0; i < 12; ++i) {  // ~1200 pages: past the 1000-page auto-checkpoint
+  for (int i = 0; i < 12; ++i) {  // ~1200 pages: past the 1000-page checkpoint
     auto batch = large_events(10, 40000);
     CHECK_NOTHROW(t.store.append("doc-1", ExpectedVersion::any(), batch));
     all.insert(all.end(), batch.begin(), batch.end());

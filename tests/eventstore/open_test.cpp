@@ -282,3 +282,29 @@ TEST_CASE("a writable open upgrades a format-1 store: its inserts are guarded fr
   CHECK(store.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
   CHECK(store.verify().ok());
 }
+
+TEST_CASE("checkpoint_pages sets how long the write-ahead log grows before a checkpoint") {
+  // 300 commits of one ~3 KiB event: each commit adds a few pages to the log. With a small
+  // checkpoint_pages the log is copied back and reused from its start again and again, so the
+  // -wal file stays short; with the default it holds every commit.
+  const auto wal_pages_after_appends = [](std::size_t checkpoint_pages) {
+    TempDir dir;
+    StoreOptions options = TempStore::fast_options();
+    if (checkpoint_pages > 0) options.checkpoint_pages = checkpoint_pages;
+    auto store = EventStore::open(dir.path() / "ckpt.db", options);
+    std::optional<std::int64_t> setting;
+    store.write_sql([&](Sql& sql) { setting = sql.query_integer("PRAGMA wal_autocheckpoint"); });
+    CHECK(setting == static_cast<std::int64_t>(checkpoint_pages > 0 ? checkpoint_pages : 4000));
+    for (int i = 0; i < 300; ++i) {
+      store.append("ckpt-" + std::to_string(i % 10), ExpectedVersion::any(),
+                   make_event("test.Big", std::string(3000, 'x')));
+    }
+    CHECK(store.head_position() == 300);
+    return std::filesystem::file_size(dir.path() / "ckpt.db-wal") / 4096;
+  };
+  const auto small = wal_pages_after_appends(20);
+  const auto standard = wal_pages_after_appends(0);
+  MESSAGE("-wal pages: checkpoint_pages 20: ", small, ", default: ", standard);
+  CHECK(small < 60);
+  CHECK(standard > 1200);  // more than SQLite's own 1000 pages
+}

@@ -39,6 +39,12 @@ struct StoreOptions {
   std::size_t read_page_size = 512;
   // Most appends committed together in one transaction by group commit. Default: 256.
   std::size_t max_group_size = 256;
+  // The write-ahead log is copied back into the file (a checkpoint, on the appending thread)
+  // after a commit leaves it at least this many pages long (SQLite's wal_autocheckpoint; a page
+  // is 4 KiB). Larger: fewer checkpoints and fewer syncs per append, a longer -wal file (up to
+  // about pages x 4 KiB while appends run). 0 acts as 1. Default: 4000 (16 MiB), SQLite's
+  // own default is 1000 (docs/performance.md measures the difference).
+  std::size_t checkpoint_pages = 4000;
   // Upper bound of the file's size in bytes (0: no bound). Writes that would pass it throw
   // StorageError (kind full), as on a full disk. Default: 0.
   std::uint64_t max_file_size = 0;
