@@ -8,6 +8,7 @@
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
 #include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/expected_version.hpp"
