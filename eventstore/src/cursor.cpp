@@ -12,8 +12,10 @@ class PagedCursor final : public EventCursor {
       : storage_(std::move(storage)), query_(std::move(query)), page_size_(page_size) {}
 
   void next_page(std::vector<RecordedEvent>& page) override {
-    page.clear();
-    if (done_) return;
+    if (done_) {
+      page.clear();
+      return;
+    }
     storage_->read_page(query_, page_size_, page);
     if (page.size() < page_size_) done_ = true;
     if (page.empty()) return;

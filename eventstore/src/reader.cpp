@@ -186,22 +186,27 @@ void bind_page(Statement& s, const PageQuery& query, std::size_t limit) {
 
 void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
                std::vector<RecordedEvent>& page) {
-  page.clear();
+  // The events of the page before are overwritten in place: their strings and payload
+  // vectors keep their capacity, so a long read allocates little after its first page.
   Statement& s = statement_for(conn, query.kind);
   StatementScope scope(s);
   bind_page(s, query, limit);
-  page.reserve(limit);
-  if (query.kind != PageQuery::Kind::all) {
-    while (page.size() < limit && s.step("reading events")) read_row(s, page.emplace_back());
-    return;
-  }
+  const bool carrying = query.kind == PageQuery::Kind::all;
   HashCarry carry(conn, query);
   EventView v;
-  while (page.size() < limit && s.step("reading events")) {
-    read_view(s, v);
-    carry.fill(v);
-    assign(page.emplace_back(), v);
+  std::size_t n = 0;
+  try {
+    while (n < limit && s.step("reading events")) {
+      read_view(s, v);
+      if (carrying) carry.fill(v);
+      if (n == page.size()) page.emplace_back();
+      assign(page[n++], v);
+    }
+  } catch (...) {
+    page.clear();
+    throw;
   }
+  page.resize(n);
 }
 
 PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,

@@ -63,7 +63,8 @@ class Storage {
   virtual std::vector<AppendResult> append(std::span<const AppendView> appends,
                                            std::vector<RecordedEvent>* committed,
                                            const AppendHook* hook) = 0;
-  // Replaces `page` with up to `limit` events matching `query`, in its order.
+  // Replaces `page` with up to `limit` events matching `query`, in its order (overwriting
+  // the events it holds, to reuse their memory).
   virtual void read_page(const PageQuery& query, std::size_t limit,
                          std::vector<RecordedEvent>& page) = 0;
   // Hands `visit` up to `limit` events matching `query`, in its order, as views over the row
