@@ -143,9 +143,9 @@ std::uint64_t EventStore::visit_stream_views(std::string_view stream, StreamVers
 std::uint64_t EventStore::visit_category_views(std::string_view category, Position from_position,
                                                const detail::ViewVisitor& fn) const {
   validate_category(category);
-  return impl_->visit(
-      {detail::PageQuery::Kind::category, std::string(category), std::max<Position>(from_position, 1)},
-      fn);
+  return impl_->visit({detail::PageQuery::Kind::category, std::string(category),
+                       std::max<Position>(from_position, 1)},
+                      fn);
 }
 
 std::uint64_t EventStore::visit_all_views(Position from_position,
