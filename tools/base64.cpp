@@ -45,7 +45,8 @@ std::string base64_encode(const void* data, std::size_t size) {
   return out;
 }
 
-void base64_encode_pieces(const Bytes& bytes, const std::function<void(std::string_view)>& write) {
+void base64_encode_pieces(std::span<const std::byte> bytes,
+                          const std::function<void(std::string_view)>& write) {
   constexpr std::size_t kPiece = 3 * 21'846;  // 64 KiB of text, a whole number of 3-byte groups
   for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
     const std::string text = base64_encode(bytes.data() + at, std::min(kPiece, bytes.size() - at));

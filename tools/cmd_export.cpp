@@ -63,7 +63,7 @@ class Output {
     put("\n");
   }
   // One event's line, its payload encoded a piece at a time (see event_line).
-  void write(const RecordedEvent& e) {
+  void write(const EventView& e) {
     const EventLine line = event_line(e);
     put(line.before);
     base64_encode_pieces(e.payload, [this](std::string_view text) { put(text); });
@@ -87,7 +87,7 @@ class Output {
 };
 
 // Checks that `e` follows the previously exported event and that its hash matches.
-void check_link(const RecordedEvent& e, Position expected, const std::optional<Hash>& previous) {
+void check_link(const EventView& e, Position expected, const std::optional<Hash>& previous) {
   if (e.position != expected) {
     throw CliError("the log skips from position " + std::to_string(expected - 1) + " to " +
                        std::to_string(e.position) + " (events were deleted; run factum verify)",
@@ -117,14 +117,16 @@ int run_export(const ExportOptions& o) {
   std::optional<Hash> previous;
   Hash last{};
   if (to >= o.from) {
-    for (const RecordedEvent& e : store.read_all(o.from)) {
-      if (e.position > to) break;
+    // Views: each event is written straight from the row, never copied whole.
+    store.visit_all(o.from, [&](const EventView& e) {
+      if (e.position > to) return false;
       if (g_interrupted.load()) throw CliError("export interrupted", kInterrupted);
       check_link(e, o.from + count, previous);
       out.write(e);
       previous = last = e.hash;
       bar.update(++count);
-    }
+      return true;
+    });
   }
   if (count < (to >= o.from ? to - o.from + 1 : 0)) {
     throw CliError("the log ended at position " + std::to_string(o.from + count - 1) +

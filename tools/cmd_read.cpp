@@ -81,7 +81,8 @@ std::vector<Column> event_columns(bool with_stream) {
   return c;
 }
 
-std::vector<std::string> event_cells(const RecordedEvent& e, bool with_stream) {
+template <class Event>
+std::vector<std::string> event_cells(const Event& e, bool with_stream) {
   std::vector<std::string> cells{std::to_string(e.position)};
   if (with_stream) cells.push_back(printable(e.stream_id));
   cells.push_back(std::to_string(e.stream_version));
@@ -98,8 +99,10 @@ class EventPrinter {
   EventPrinter(bool json, bool with_stream) : with_stream_(with_stream) {
     if (!json) table_.emplace(event_columns(with_stream));
   }
-  // Prints `e`, or throws CliError (exit 3) when its hash does not match.
-  void print(const RecordedEvent& e) {
+  // Prints `e` (a RecordedEvent or an EventView), or throws CliError (exit 3) when its hash
+  // does not match.
+  template <class Event>
+  void print(const Event& e) {
     require_intact(e);
     if (table_) {
       table_->add(event_cells(e, with_stream_));
@@ -132,15 +135,21 @@ int run_read(const ReadOptions& o) {
   if (store.stream_version(o.stream) == 0) {
     throw CliError("stream '" + printable(o.stream) + "' not found in '" + o.db + "'");
   }
-  const EventRange range = o.backward
-                               ? store.read_stream_backward(o.stream, o.from)
-                               : store.read_stream(o.stream, std::max<StreamVersion>(1, o.from));
   EventPrinter printer(o.json, false);
   std::uint64_t printed = 0;
-  for (const RecordedEvent& e : range) {
-    if (o.limit != 0 && printed == o.limit) break;
-    printer.print(e);
-    ++printed;
+  if (o.backward) {
+    for (const RecordedEvent& e : store.read_stream_backward(o.stream, o.from)) {
+      if (o.limit != 0 && printed == o.limit) break;
+      printer.print(e);
+      ++printed;
+    }
+  } else {  // views: each event is printed straight from the row
+    store.visit_stream(o.stream, std::max<StreamVersion>(1, o.from), [&](const EventView& e) {
+      if (o.limit != 0 && printed == o.limit) return false;
+      printer.print(e);
+      ++printed;
+      return true;
+    });
   }
   printer.flush();
   return kOk;

@@ -108,37 +108,43 @@ Metadata metadata_value(const Json& j) {
 
 namespace {
 
+// The metadata of an owned event, or decoded from a view's stored bytes.
+const Metadata& metadata_of(const RecordedEvent& e) { return e.metadata; }
+Metadata metadata_of(const EventView& e) { return e.metadata(); }
+
 // The envelope and metadata of event_to_json, without the payload.
-Json envelope_json(const RecordedEvent& e) {
+template <class Event>
+Json envelope_json(const Event& e) {
   Json j = Json::object();
   j["position"] = e.position;
-  j["stream"] = json_text(e.stream_id);
+  j["stream"] = json_text(std::string(e.stream_id));
   j["version"] = e.stream_version;
   j["id"] = e.id.to_string();
-  j["type"] = json_text(e.type);
+  j["type"] = json_text(std::string(e.type));
   j["schema_version"] = e.schema_version;
   j["recorded_at"] = format_time(e.recorded_at);
   j["recorded_at_us"] = e.recorded_at.time_since_epoch().count();
+  const Metadata& metadata = metadata_of(e);
   Json m = Json::object();
-  m["correlation_id"] = optional_id(e.metadata.correlation_id);
-  m["causation_id"] = optional_id(e.metadata.causation_id);
-  m["compensates"] = optional_id(e.metadata.compensates);
-  m["actor"] = e.metadata.actor.empty() ? Json(nullptr) : json_text(e.metadata.actor);
-  m["values"] = values_json(e.metadata.values);
+  m["correlation_id"] = optional_id(metadata.correlation_id);
+  m["causation_id"] = optional_id(metadata.causation_id);
+  m["compensates"] = optional_id(metadata.compensates);
+  m["actor"] = metadata.actor.empty() ? Json(nullptr) : json_text(metadata.actor);
+  m["values"] = values_json(metadata.values);
   j["metadata"] = std::move(m);
   return j;
 }
 
-}  // namespace
-
-Json event_to_json(const RecordedEvent& e) {
+template <class Event>
+Json full_json(const Event& e) {
   Json j = envelope_json(e);
   j["payload"] = base64_encode(e.payload);
   j["hash"] = to_hex(e.hash);
   return j;
 }
 
-EventLine event_line(const RecordedEvent& e) {
+template <class Event>
+EventLine line_of(const Event& e) {
   Json j = envelope_json(e);
   j["payload"] = "";
   j["hash"] = to_hex(e.hash);
@@ -152,6 +158,13 @@ EventLine event_line(const RecordedEvent& e) {
   const std::size_t split = at + std::string_view(R"(,"payload":")").size();
   return EventLine{text.substr(0, split), text.substr(split)};
 }
+
+}  // namespace
+
+Json event_to_json(const RecordedEvent& e) { return full_json(e); }
+Json event_to_json(const EventView& e) { return full_json(e); }
+EventLine event_line(const RecordedEvent& e) { return line_of(e); }
+EventLine event_line(const EventView& e) { return line_of(e); }
 
 Json event_brief_json(const RecordedEvent& e) {
   Json j = Json::object();

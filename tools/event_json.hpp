@@ -6,12 +6,14 @@
 #pragma once
 
 #include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "output.hpp"
 
 namespace factum::cli {
 
 // Every field of the event, payload as base64, hash as hex (the export format).
 Json event_to_json(const RecordedEvent& e);
+Json event_to_json(const EventView& e);
 // event_to_json(e) as one line of text, split around the payload's base64: `before` ends with
 // `"payload":"` and `after` starts with the closing quote. Export writes the base64 between
 // them in pieces, so a large payload is never held as text (nor in a Json) whole.
@@ -20,6 +22,7 @@ struct EventLine {
   std::string after;
 };
 EventLine event_line(const RecordedEvent& e);
+EventLine event_line(const EventView& e);
 
 // position, stream, version, type, id and recorded_at: for lists of related events (audit).
 Json event_brief_json(const RecordedEvent& e);

@@ -163,7 +163,7 @@ std::string human_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-std::string preview(const Bytes& payload, std::size_t max) {
+std::string preview(std::span<const std::byte> payload, std::size_t max) {
   if (payload.empty()) return "(empty)";
   const std::string_view text(reinterpret_cast<const char*>(payload.data()), payload.size());
   const bool has_control = std::any_of(text.begin(), text.end(), [](char c) {

@@ -82,7 +82,7 @@ using factum::is_utf8;
 using factum::printable;
 // A short view of a payload for tables: its text when it is printable UTF-8 (cut at `max`
 // characters), else "(N bytes)"; "(empty)" for no bytes.
-std::string preview(const Bytes& payload, std::size_t max = 40);
+std::string preview(std::span<const std::byte> payload, std::size_t max = 40);
 // `text` as a JSON value: a string when it is valid UTF-8, else {"base64": "..."} (stream ids,
 // types, actors and metadata may hold any bytes; docs/storage-format.md).
 Json json_text(const std::string& text);

@@ -37,12 +37,22 @@ EventStore open_read_only(const std::string& path) { return open_existing(path, 
 
 EventStore open_writable(const std::string& path) { return open_existing(path, false); }
 
+namespace {
+
+[[noreturn]] void throw_not_intact(Position position) {
+  throw CliError("the event at position " + std::to_string(position) +
+                     " does not match its hash (run factum verify)",
+                 kDamaged);
+}
+
+}  // namespace
+
 void require_intact(const RecordedEvent& event) {
-  if (!hash_matches(event)) {
-    throw CliError("the event at position " + std::to_string(event.position) +
-                       " does not match its hash (run factum verify)",
-                   kDamaged);
-  }
+  if (!hash_matches(event)) throw_not_intact(event.position);
+}
+
+void require_intact(const EventView& event) {
+  if (!hash_matches(event)) throw_not_intact(event.position);
 }
 
 std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql) {

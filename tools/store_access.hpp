@@ -21,6 +21,7 @@ EventStore open_writable(const std::string& path);
 // fields and the previous event's hash (factum::hash_matches): every command that shows events
 // checks each one, so an altered event is never printed as if it were intact.
 void require_intact(const RecordedEvent& event);
+void require_intact(const EventView& event);
 
 // One integer from a read-only query (the first column of the first row), if any.
 std::optional<std::int64_t> query_int(const EventStore& store, const std::string& sql);

@@ -59,6 +59,10 @@ class StoreImpl {
     return EventRange(make_cursor(storage_, std::move(query), options_.read_page_size));
   }
 
+  std::uint64_t visit(PageQuery query, const ViewVisitor& fn) const {
+    return visit_pages(*storage_, std::move(query), options_.read_page_size, fn);
+  }
+
   std::filesystem::path path_;
   StoreOptions options_;
   std::shared_ptr<Storage> storage_;
@@ -139,6 +143,27 @@ EventRange EventStore::read_category(std::string_view category, Position from_po
 
 EventRange EventStore::read_all(Position from_position) const {
   return impl_->range({detail::PageQuery::Kind::all, {}, std::max<Position>(from_position, 1)});
+}
+
+std::uint64_t EventStore::visit_stream_views(std::string_view stream, StreamVersion from_version,
+                                             const detail::ViewVisitor& fn) const {
+  detail::validate_stream_id(stream, impl_->options_);
+  return impl_->visit({detail::PageQuery::Kind::stream_forward, std::string(stream),
+                       std::max<StreamVersion>(from_version, 1)},
+                      fn);
+}
+
+std::uint64_t EventStore::visit_category_views(std::string_view category, Position from_position,
+                                               const detail::ViewVisitor& fn) const {
+  validate_category(category);
+  return impl_->visit({detail::PageQuery::Kind::category, std::string(category),
+                       std::max<Position>(from_position, 1)},
+                      fn);
+}
+
+std::uint64_t EventStore::visit_all_views(Position from_position,
+                                          const detail::ViewVisitor& fn) const {
+  return impl_->visit({detail::PageQuery::Kind::all, {}, std::max<Position>(from_position, 1)}, fn);
 }
 
 StreamVersion EventStore::stream_version(std::string_view stream) const {

@@ -72,17 +72,37 @@ void ChainHasher::put_optional_id(const std::optional<EventId>& id) {
   if (id) put(id->bytes().data(), id->bytes().size());
 }
 
-Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
+void ChainHasher::put_envelope(const Hash& previous, Position position, std::string_view stream_id,
+                               StreamVersion stream_version, const EventId& id,
+                               std::string_view type, std::uint32_t schema_version,
+                               std::span<const std::byte> payload) {
   buffer_.clear();
   put(previous.data(), previous.size());
-  put_u64(f.position);
-  put_string(f.stream_id);
-  put_u64(f.stream_version);
-  put(f.id->bytes().data(), f.id->bytes().size());
-  put_string(f.type);
-  put_u32(f.schema_version);
-  put_u32(static_cast<std::uint32_t>(f.payload.size()));
-  put(f.payload.data(), f.payload.size());
+  put_u64(position);
+  put_string(stream_id);
+  put_u64(stream_version);
+  put(id.bytes().data(), id.bytes().size());
+  put_string(type);
+  put_u32(schema_version);
+  put_u32(static_cast<std::uint32_t>(payload.size()));
+  put(payload.data(), payload.size());
+}
+
+Hash ChainHasher::digest(std::int64_t recorded_at_us) {
+  put_u64(static_cast<std::uint64_t>(recorded_at_us));
+  Hash out{};
+  unsigned int size = 0;
+  if (EVP_DigestInit_ex(ctx_, sha256_, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx_, buffer_.data(), buffer_.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
+    throw Error("factum: SHA-256 failed");
+  }
+  return out;
+}
+
+Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
+  put_envelope(previous, f.position, f.stream_id, f.stream_version, *f.id, f.type, f.schema_version,
+               f.payload);
   const Metadata& m = *f.metadata;
   put_optional_id(m.correlation_id);
   put_optional_id(m.causation_id);
@@ -93,15 +113,22 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
     put_string(key);
     put_string(value);
   }
-  put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
-  Hash out{};
-  unsigned int size = 0;
-  if (EVP_DigestInit_ex(ctx_, sha256_, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx_, buffer_.data(), buffer_.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
-    throw Error("factum: SHA-256 failed");
+  return digest(f.recorded_at_us);
+}
+
+Hash ChainHasher::operator()(const Hash& previous, const EventView& e) {
+  put_envelope(previous, e.position, e.stream_id, e.stream_version, e.id, e.type, e.schema_version,
+               e.payload);
+  put_optional_id(e.correlation_id);
+  put_optional_id(e.causation_id);
+  put_optional_id(e.compensates);
+  put_string(e.actor);
+  if (e.encoded_values.empty()) {
+    put_u32(0);
+  } else {
+    put(e.encoded_values.data(), e.encoded_values.size());
   }
-  return out;
+  return digest(e.recorded_at.time_since_epoch().count());
 }
 
 EventFields fields_of(const RecordedEvent& event) {
@@ -160,6 +187,11 @@ Hash sha256(std::span<const std::byte> bytes) {
 bool hash_matches(const RecordedEvent& event) {
   thread_local detail::ChainHasher hasher;
   return hasher(event.previous_hash, detail::fields_of(event)) == event.hash;
+}
+
+bool hash_matches(const EventView& event) {
+  thread_local detail::ChainHasher hasher;
+  return hasher(event.previous_hash, event) == event.hash;
 }
 
 }  // namespace factum

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_view.hpp"
 
 struct evp_md_ctx_st;
 struct evp_md_st;
@@ -41,6 +42,9 @@ class ChainHasher {
   ChainHasher& operator=(const ChainHasher&) = delete;
 
   Hash operator()(const Hash& previous, const EventFields& fields);
+  // The same hash from a view: its encoded key/values are hashed as stored (the chain's
+  // encoding of Metadata::values is the `extra` column's), so nothing is decoded.
+  Hash operator()(const Hash& previous, const EventView& event);
 
  private:
   // The fields are laid out in buffer_ (the canonical encoding) and hashed in one update.
@@ -49,6 +53,11 @@ class ChainHasher {
   void put_u64(std::uint64_t v);
   void put_string(std::string_view s);
   void put_optional_id(const std::optional<EventId>& id);
+  // Lays out the fields every event has before its metadata / after its key/values.
+  void put_envelope(const Hash& previous, Position position, std::string_view stream_id,
+                    StreamVersion stream_version, const EventId& id, std::string_view type,
+                    std::uint32_t schema_version, std::span<const std::byte> payload);
+  Hash digest(std::int64_t recorded_at_us);
   evp_md_ctx_st* ctx_;
   evp_md_st* sha256_;  // fetched once: EVP_sha256() in every init costs a provider look-up
   std::string buffer_;
@@ -59,5 +68,38 @@ class ChainHasher {
 std::string encode_values(const std::map<std::string, std::string>& values);
 // Decodes encode_values' output; false when the bytes are malformed (nothing thrown).
 bool decode_values(std::span<const std::byte> bytes, std::map<std::string, std::string>& out);
+
+// Walks encode_values' output without copying it, calling fn(key, value) per entry (views into
+// `bytes`); false when the bytes are malformed (truncated, trailing bytes, keys not sorted and
+// unique), possibly after some calls. An empty span is malformed (there is no count).
+template <class F>
+bool walk_values(std::span<const std::byte> bytes, F&& fn) {
+  std::size_t at = 0;
+  const auto u32 = [&](std::uint32_t& v) {
+    if (bytes.size() - at < 4) return false;
+    v = 0;
+    for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<std::uint8_t>(bytes[at++]);
+    return true;
+  };
+  const auto text = [&](std::string_view& out) {
+    std::uint32_t size = 0;
+    if (!u32(size) || size > bytes.size() - at) return false;
+    out = std::string_view(reinterpret_cast<const char*>(bytes.data()) + at, size);
+    at += size;
+    return true;
+  };
+  std::uint32_t count = 0;
+  if (!u32(count)) return false;
+  std::string_view previous;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::string_view key;
+    std::string_view value;
+    if (!text(key) || !text(value)) return false;
+    if (i > 0 && key <= previous) return false;  // canonical: sorted, unique
+    previous = key;
+    fn(key, value);
+  }
+  return at == bytes.size();
+}
 
 }  // namespace factum::detail

@@ -1,5 +1,6 @@
 #include "reader.hpp"
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -28,12 +29,25 @@ Statement& statement_for(ReadConnection& c, PageQuery::Kind kind) {
   return c.all_page;
 }
 
-// kEventColumns with NULL for the previous event's hash, then the stream's category.
-std::string verify_select() {
+// kEventColumns with NULL for the previous event's hash: for readers that chain it themselves.
+std::string unjoined_columns() {
   std::string columns = kEventColumns;
   columns.replace(columns.rfind("p.hash"), 6, "NULL");
-  return "SELECT " + columns +
+  return columns;
+}
+
+// The stream's category follows the event columns.
+std::string verify_select() {
+  return "SELECT " + unjoined_columns() +
          ", s.category FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
+         "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2";
+}
+
+// A page of the whole log without the previous-event join: the reader carries each event's
+// hash to the next one (HashCarry), which saves a B-tree search per event.
+std::string all_page_select() {
+  return "SELECT " + unjoined_columns() +
+         " FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
          "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2";
 }
 
@@ -53,9 +67,7 @@ std::int64_t lower_bound(const PageQuery& query) {
 ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
     : db(path, reader_flags(options), static_cast<int>(options.busy_timeout.count())),
       // LEFT JOIN: an event whose stream row is missing is reported as damaged, not skipped.
-      all_page(db, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key "
-                                 "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2")
-                       .c_str()),
+      all_page(db, all_page_select().c_str()),
       stream_forward(db,
                      select_events("FROM streams s JOIN events e ON e.stream_key = s.stream_key "
                                    "WHERE s.stream_id = ?1 AND e.stream_version >= ?2 "
@@ -77,6 +89,7 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
                      "ON e.stream_key = s.stream_key WHERE s.stream_id = ?1 "
                      "ORDER BY e.stream_version DESC LIMIT 1"),
       head(db, kHeadSql),
+      hash_at(db, "SELECT hash FROM events WHERE position = ?1"),
       by_id(db, select_events("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
                               "WHERE e.event_id = ?1")
                     .c_str()),
@@ -120,17 +133,104 @@ void ReaderPool::release(std::unique_ptr<ReadConnection> conn) noexcept {
   }
 }
 
-void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
-               std::vector<RecordedEvent>& page) {
-  page.clear();
-  Statement& s = statement_for(conn, query.kind);
-  StatementScope scope(s);
+namespace {
+
+// Fills in previous_hash along a read of the whole log, whose page query selects NULL for it
+// (all_page): from the event read just before when it is the previous position, else (the
+// read's first event, or one after a gap) from one indexed look-up. The look-up runs while the
+// page's statement is open, so it reads the same snapshot. The results equal the join's: a
+// previous event that is missing, or whose hash is not 32 bytes, gives zeros.
+class HashCarry {
+ public:
+  HashCarry(ReadConnection& conn, const PageQuery& query)
+      : conn_(conn), position_(query.carried_position), hash_(query.carried_hash) {}
+
+  void fill(EventView& e) {
+    if (e.position == 1) {
+      e.previous_hash = Hash{};
+    } else if (position_ != 0 && position_ == e.position - 1) {
+      e.previous_hash = hash_;
+    } else {
+      e.previous_hash = look_up(e.position - 1);
+    }
+    position_ = e.position;
+    hash_ = e.hash;
+  }
+
+ private:
+  Hash look_up(Position position) {
+    Statement& s = conn_.hash_at;
+    StatementScope scope(s);
+    s.bind(1, static_cast<std::int64_t>(position));
+    Hash h{};
+    if (s.step("reading the previous event's hash") && s.column_type(0) == SQLITE_BLOB &&
+        s.column_blob(0).size() == h.size()) {
+      std::memcpy(h.data(), s.column_blob(0).data(), h.size());
+    }
+    return h;
+  }
+
+  ReadConnection& conn_;
+  Position position_;
+  Hash hash_;
+};
+
+void bind_page(Statement& s, const PageQuery& query, std::size_t limit) {
   int next = 1;
   if (query.kind != PageQuery::Kind::all) s.bind(next++, std::string_view(query.key));
   s.bind(next++, lower_bound(query));
   s.bind(next, static_cast<std::int64_t>(limit));
-  page.reserve(limit);
-  while (page.size() < limit && s.step("reading events")) read_row(s, page.emplace_back());
+}
+
+}  // namespace
+
+void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+               std::vector<RecordedEvent>& page) {
+  // The events of the page before are overwritten in place: their strings and payload
+  // vectors keep their capacity, so a long read allocates little after its first page.
+  Statement& s = statement_for(conn, query.kind);
+  StatementScope scope(s);
+  bind_page(s, query, limit);
+  const bool carrying = query.kind == PageQuery::Kind::all;
+  HashCarry carry(conn, query);
+  EventView v;
+  std::size_t n = 0;
+  try {
+    while (n < limit && s.step("reading events")) {
+      read_view(s, v);
+      if (carrying) carry.fill(v);
+      if (n == page.size()) page.emplace_back();
+      assign(page[n++], v);
+    }
+  } catch (...) {
+    page.clear();
+    throw;
+  }
+  page.resize(n);
+}
+
+PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+                   const ViewVisitor& visit) {
+  Statement& s = statement_for(conn, query.kind);
+  StatementScope scope(s);
+  bind_page(s, query, limit);
+  const bool carrying = query.kind == PageQuery::Kind::all;
+  HashCarry carry(conn, query);
+  PageEnd end;
+  EventView v;
+  while (end.rows < limit && s.step("reading events")) {
+    read_view(s, v);
+    if (carrying) carry.fill(v);
+    ++end.rows;
+    end.last_position = v.position;
+    end.last_version = v.stream_version;
+    end.last_hash = v.hash;
+    if (!visit(v)) {
+      end.stopped = true;
+      break;
+    }
+  }
+  return end;
 }
 
 }  // namespace factum::detail

@@ -25,6 +25,7 @@ struct ReadConnection {
   Statement category_page;
   Statement stream_version;
   Statement head;
+  Statement hash_at;  // one event's hash, by position (HashCarry's look-up)
   Statement by_id;
   Statement compensations;
   Statement verify_page;    // kEventColumns plus the stream's category
@@ -68,5 +69,8 @@ class ReaderPool {
 // Replaces `page` with up to `limit` events matching `query` (see Storage::read_page).
 void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
                std::vector<RecordedEvent>& page);
+// Hands `visit` up to `limit` events matching `query` as views (see Storage::visit_page).
+PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+                   const ViewVisitor& visit);
 
 }  // namespace factum::detail

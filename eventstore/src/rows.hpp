@@ -6,6 +6,7 @@
 
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "sqlite.hpp"
 
 namespace factum::detail {
@@ -16,6 +17,17 @@ std::string decode_row(const Statement& s, RecordedEvent& out);
 
 // As decode_row, but throws CorruptEventError naming the position when the row is malformed.
 void read_row(const Statement& s, RecordedEvent& out);
+
+// Points `out` at the current row of `s` (no copies: valid until `s` steps or resets) after
+// checking every column as decode_row does. Returns nullptr when the row is well formed, else
+// what is wrong with it.
+const char* decode_view(const Statement& s, EventView& out);
+// As decode_view, but throws CorruptEventError naming the position when the row is malformed.
+void read_view(const Statement& s, EventView& out);
+// Copies a checked view into `out`, reusing its strings' and vectors' capacity.
+void assign(RecordedEvent& out, const EventView& v);
+// Throws the CorruptEventError for the malformed current row of `s`.
+[[noreturn]] void throw_corrupt(const Statement& s, const char* problem);
 
 // The newest event's position and hash: the one query every connection uses for it.
 inline constexpr const char* kHeadSql =

@@ -61,6 +61,10 @@ class SqliteStorage final : public Storage {
     detail::read_page(*conn, query, limit, page);
   }
 
+  PageEnd visit_page(const PageQuery& query, std::size_t limit, const ViewVisitor& visit) override {
+    auto conn = readers_->acquire();
+    return detail::visit_page(*conn, query, limit, visit);
+  }
   StreamVersion stream_version(std::string_view stream) override {
     auto conn = readers_->acquire();
     Statement& s = conn->stream_version;

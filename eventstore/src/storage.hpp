@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/event_view.hpp"
 
 namespace factum::detail {
 
@@ -41,7 +42,25 @@ struct PageQuery {
   Kind kind = Kind::all;
   std::string key;         // the stream id or the category
   std::uint64_t from = 1;  // first position (all, category) or stream version (streams)
+  // The event at position from - 1 and its hash, when the page before read it (0: unknown).
+  // A read of the whole log chains each event's previous_hash from the event before it
+  // instead of looking it up; only a read's first event needs the lookup.
+  Position carried_position = 0;
+  Hash carried_hash{};
 };
+
+// Where a visited page ended (Storage::visit_page).
+struct PageEnd {
+  std::size_t rows = 0;  // events handed to the visitor
+  bool stopped = false;  // the visitor returned false
+  Position last_position = 0;
+  StreamVersion last_version = 0;
+  Hash last_hash{};
+};
+
+// Moves `query` past a page whose last event is (position, version, hash); false when the
+// read is over (a backward stream read past version 1).
+bool advance(PageQuery& query, Position position, StreamVersion version, const Hash& hash);
 
 class Storage {
  public:
@@ -52,9 +71,15 @@ class Storage {
   // Runs `hook` (when not null) inside the transaction after each stream append that writes.
   virtual std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
                                            const AppendHook* hook) = 0;
-  // Replaces `page` with up to `limit` events matching `query`, in its order.
+  // Replaces `page` with up to `limit` events matching `query`, in its order (overwriting
+  // the events it holds, to reuse their memory).
   virtual void read_page(const PageQuery& query, std::size_t limit,
                          std::vector<RecordedEvent>& page) = 0;
+  // Hands `visit` up to `limit` events matching `query`, in its order, as views over the row
+  // (one short read transaction). Throws CorruptEventError for a damaged row, StorageError,
+  // and what `visit` throws.
+  virtual PageEnd visit_page(const PageQuery& query, std::size_t limit,
+                             const ViewVisitor& visit) = 0;
   virtual StreamVersion stream_version(std::string_view stream) = 0;
   virtual Head head() = 0;
   virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
@@ -71,6 +96,11 @@ class Storage {
 // Opens the SQLite backend on `path` (creating or checking the schema).
 std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
                                              const StoreOptions& options);
+
+// Visits every event matching `query`, a page at a time (each in its own read transaction),
+// until the end or until `visit` returns false. Returns how many events it was handed.
+std::uint64_t visit_pages(Storage& storage, PageQuery query, std::size_t page_size,
+                          const ViewVisitor& visit);
 
 // A cursor for EventRange that pages through `storage`.
 std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<Storage> storage, PageQuery query,

@@ -27,17 +27,19 @@ class ChainWalk {
 
   // Checks the current row of `s`; returns false (with result_ filled) at the first break.
   bool check(const Statement& s) {
-    const std::string problem = decode_row(s, event_);
+    // A view over the row: nothing is copied; the stored key/values are hashed as stored.
+    const char* problem = decode_view(s, event_);
     const auto at = static_cast<Position>(s.column_int(0));
-    if (!problem.empty()) {
-      result_ = broken(result_, VerifyResult::Problem::malformed_row, at,
-                       "the event at position " + std::to_string(at) + " is malformed: " + problem);
+    if (problem != nullptr) {
+      result_ = broken(
+          result_, VerifyResult::Problem::malformed_row, at,
+          "the event at position " + std::to_string(at) + " is malformed: " + std::string(problem));
       return false;
     }
     if (event_.category() != s.column_text(kCategoryColumn)) {
       result_ = broken(result_, VerifyResult::Problem::malformed_row, at,
                        "the event at position " + std::to_string(at) + " belongs to stream '" +
-                           event_.stream_id + "', whose recorded category '" +
+                           std::string(event_.stream_id) + "', whose recorded category '" +
                            std::string(s.column_text(kCategoryColumn)) + "' is not '" +
                            std::string(event_.category()) + "'");
       return false;
@@ -48,7 +50,7 @@ class ChainWalk {
                            std::to_string(event_.position - 1) + " are missing (deleted)");
       return false;
     }
-    if (hasher_(previous_, fields_of(event_)) != event_.hash) {
+    if (hasher_(previous_, event_) != event_.hash) {
       result_ = broken(result_, VerifyResult::Problem::hash_mismatch, at,
                        "the hash of the event at position " + std::to_string(at) +
                            " does not match its contents and the previous event's hash: it "
@@ -105,7 +107,7 @@ class ChainWalk {
   Hash previous_{};
   Position next_ = 1;
   VerifyResult result_;
-  RecordedEvent event_;
+  EventView event_;  // the current row's, valid until the next step
   ChainHasher hasher_;
 };
 

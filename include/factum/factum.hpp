@@ -10,6 +10,7 @@
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/event_registry.hpp"
 #include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/sql.hpp"

@@ -41,6 +41,7 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_range.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
@@ -234,6 +235,31 @@ class EventStore {
   // Typed reads go through the registry (event_registry.hpp):
   //   for (const auto& d : registry.typed<BankEvent>(store.read_stream("account-1"))) ...
 
+  // Visiting reads: the same events as read_stream, read_category and read_all, in the same
+  // order, handed to `fn` one at a time as EventViews over the database's row memory (no copy
+  // of any field; event_view.hpp says how long a view lives). `fn` is called as
+  // fn(const EventView&) on the calling thread and returns void (walk to the end) or bool
+  // (false stops the walk after that event). The walk pages like an EventRange
+  // (StoreOptions::read_page_size events per short read transaction, never one transaction
+  // for the whole read), so events appended meanwhile are seen when they fall after the walk's
+  // current place, and each event is visited once. `fn` may call the store (append included).
+  // Returns how many events `fn` was called with.
+  // Throws InvalidArgument (an invalid stream id or category), CorruptEventError naming the
+  // position of a damaged row (before `fn` sees it; the events before it were visited),
+  // StorageError, and whatever `fn` throws (the walk ends there).
+  template <detail::EventVisitor F>
+  std::uint64_t visit_stream(std::string_view stream, StreamVersion from_version, F&& fn) const {
+    return visit_stream_views(stream, from_version, detail::ViewVisitor(fn));
+  }
+  template <detail::EventVisitor F>
+  std::uint64_t visit_category(std::string_view category, Position from_position, F&& fn) const {
+    return visit_category_views(category, from_position, detail::ViewVisitor(fn));
+  }
+  template <detail::EventVisitor F>
+  std::uint64_t visit_all(Position from_position, F&& fn) const {
+    return visit_all_views(from_position, detail::ViewVisitor(fn));
+  }
+
   // The stream's last version; 0 when it has no events.
   StreamVersion stream_version(std::string_view stream) const;
   // The newest event's position; 0 for an empty store.
@@ -302,6 +328,11 @@ class EventStore {
 
  private:
   explicit EventStore(std::shared_ptr<detail::StoreImpl> impl);
+  std::uint64_t visit_stream_views(std::string_view stream, StreamVersion from_version,
+                                   const detail::ViewVisitor& fn) const;
+  std::uint64_t visit_category_views(std::string_view category, Position from_position,
+                                     const detail::ViewVisitor& fn) const;
+  std::uint64_t visit_all_views(Position from_position, const detail::ViewVisitor& fn) const;
   std::shared_ptr<detail::StoreImpl> impl_;
 };
 
