@@ -10,6 +10,7 @@
 // transaction publishes nothing, so nothing has to be undone or re-read afterwards.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -87,6 +88,8 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   // Once the transaction of `d` committed: status() shows it (unless a later transaction's
   // decision was shown already).
   void publish(const Decision& d) FACTUM_EXCLUDES(mu_);
+  // Inline, after the outcome notice says committed: commits up to `last` are applied.
+  static void note_inline(std::atomic<Position>& through, Position last) noexcept;
   // The state the thread shows for `row` once its batch ended (caught up or not).
   ProjectionState next_state(const ProjectionRow& row, bool caught_up) const;
 
@@ -121,6 +124,10 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   Position rebuild_start_position_ = 0;
   std::uint64_t progress_generation_ = 0;  // the rebuild the progress figures are about
 
+  // The last position inline appends applied, as committed (their outcome notices set it): the
+  // serving checkpoint is at least there. Commits of this process up to it need no batch, so
+  // they do not wake the thread; a batch starts reading from it when its follower is behind.
+  const std::shared_ptr<std::atomic<Position>> inline_through_;
   const std::unique_ptr<Wakeup> wakeup_;  // thread-safe (follower.hpp)
   Mutex control_mu_;                      // start, stop and restart take turns
   std::thread thread_ FACTUM_GUARDED_BY(control_mu_);
