@@ -122,6 +122,10 @@ void ProjectionRunner::publish(const Decision& d) {
       row_turn_ = d.turn;
       row_ = d.row;
     }
+    if (d.checkpoint && d.turn > checkpoint_turn_) {
+      checkpoint_turn_ = d.turn;
+      checkpoint_ = *d.checkpoint;
+    }
     if (d.state && d.turn > state_turn_) {
       state_turn_ = d.turn;
       state_ = *d.state;
@@ -211,6 +215,7 @@ void ProjectionRunner::setup() {
     d.state = row.state;
     save_row(sql, row);
     checkpoint = CheckpointStore::load(sql, name_);
+    d.checkpoint = checkpoint;
   });
   publish(d);
   follower_.restart(checkpoint);
@@ -376,6 +381,7 @@ void ProjectionRunner::take_rebuild_request() {
         ProjectionContext ctx(nullptr, name_, d.row.generation);
         projection_->reset(ctx);
         CheckpointStore::save(sql, name_, 0);
+        d.checkpoint = 0;
       } else {
         begin_rebuild(sql, d.row);
         d.row.state = ProjectionState::rebuilding;
@@ -454,6 +460,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
     }
     if (saved != begin) {  // moved since the read began: read again from where it is
       moved = saved;
+      if (!rebuild) d.checkpoint = saved;
       idle = false;
       save(sql, d);
       return;
@@ -473,6 +480,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
       swap_in(sql, row, end);
       swapped = true;
     }
+    if (!rebuild || swapped) d.checkpoint = end;
     row.state = next_state(row, caught_up);
     d.state = row.state;
     d.live = caught_up && options_.mode == ProjectionMode::inline_append;
@@ -566,6 +574,7 @@ bool ProjectionRunner::external_batch() {
     d.row.state = next;
     d.state = next;
     if (end != before) CheckpointStore::save(sql, name_, end);
+    d.checkpoint = end;
     save(sql, d);
   });
   publish(d);
@@ -634,13 +643,8 @@ void ProjectionRunner::on_append(AppendTransaction& tx) {
     applied = apply_careful(&sql, ctx, todo, last, row);
   }
   save_position(sql, name_, applied);
-  if (row == d.stored) {
-    tx.on_outcome([through = inline_through_, applied](AppendOutcome outcome) {
-      if (outcome == AppendOutcome::committed) note_inline(*through, applied);
-    });
-    return;
-  }
-  save(sql, d);
+  d.checkpoint = applied;
+  if (row != d.stored) save(sql, d);
   if (row.state == ProjectionState::failed) d.state = ProjectionState::failed;
   tx.on_outcome([self = shared_from_this(), d = std::move(d), applied](AppendOutcome outcome) {
     if (outcome != AppendOutcome::committed) return;
@@ -712,6 +716,16 @@ void ProjectionRunner::request_rebuild() {
 }
 
 Position ProjectionRunner::checkpoint() const { return read_checkpoint(store_, name_); }
+
+bool ProjectionRunner::wait_committed(Position p,
+                                      std::chrono::steady_clock::time_point until) const {
+  MutexLock lock(mu_);
+  for (;;) {
+    if (checkpoint_ >= p && row_.version == version_) return true;
+    if (state_ == ProjectionState::failed || state_ == ProjectionState::stopped) return false;
+    if (!changed_.wait_until(lock, until)) return false;
+  }
+}
 
 bool ProjectionRunner::halted() const {
   MutexLock lock(mu_);
