@@ -87,8 +87,8 @@ struct Config {
   bool rebuild = true;
   std::uint64_t appends = 20'000;  // 1-event appends per run of the inline case; 0: skipped
   bool inline_only = false;        // the inline case alone (no log, no build)
-  bool poll = false;  // wait by reading the checkpoint row, not through wait_for
-  std::string side;   // "raw" or "factum": time one side only (for profiling); empty: both
+  bool poll = false;               // wait by reading the checkpoint row, not through wait_for
+  std::string side;  // "raw" or "factum": time one side only (for profiling); empty: both
   fs::path dir;
   bool strict = false;
   bool verbose = false;
@@ -512,8 +512,8 @@ InlineTimes inline_case(const Config& c, const fs::path& file) {
     const bool plain_first = rep % 2 == 0;
     for (int side = 0; side < 2; ++side) {
       const bool plain = (side == 0) == plain_first;
-      const Timing run = plain ? append_run(c, store, accounts, x)
-                               : inline_run(c, store, accounts, x);
+      const Timing run =
+          plain ? append_run(c, store, accounts, x) : inline_run(c, store, accounts, x);
       (plain ? t.plain : t.with_inline).push_back(run);
       if (c.verbose) {
         std::cerr << "  " << (plain ? "plain " : "inline") << " appends " << fixed(run.wall, 2)
@@ -602,8 +602,7 @@ bool print_inline(const Config& c, const InlineTimes& t) {
   std::printf("%-24s %10s %9s %9s\n", "plain append", fixed(plain, 0).c_str(),
               fixed(plain_us, 1).c_str(), fixed(best_cpu_us(t.plain, c.appends), 1).c_str());
   std::printf("%-24s %10s %9s %9s\n", "append + inline upsert", fixed(with_inline, 0).c_str(),
-              fixed(inline_us, 1).c_str(),
-              fixed(best_cpu_us(t.with_inline, c.appends), 1).c_str());
+              fixed(inline_us, 1).c_str(), fixed(best_cpu_us(t.with_inline, c.appends), 1).c_str());
   std::printf("inline adds %.1f us per append (+%.0f%%); rate ratio %.2f, target >= %.2f: %s\n",
               inline_us - plain_us, (inline_us / plain_us - 1) * 100, with_inline / plain,
               kInlineTarget, pass ? "PASS" : "MISS");

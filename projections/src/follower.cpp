@@ -81,15 +81,15 @@ Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll, Wanted wanted)
     // that another process's commit between that read and the first poll is not missed.
     watcher_->changed();
   }
-  connection_ = store.on_appended().connect([flag = flag_, wanted = std::move(wanted)](
-                                                const std::vector<RecordedEvent>& events) {
-    if (wanted && !wanted(events)) return;
-    {
-      MutexLock lock(flag->mu);
-      flag->pending = true;
-    }
-    flag->cv.notify_all();
-  });
+  connection_ = store.on_appended().connect(
+      [flag = flag_, wanted = std::move(wanted)](const std::vector<RecordedEvent>& events) {
+        if (wanted && !wanted(events)) return;
+        {
+          MutexLock lock(flag->mu);
+          flag->pending = true;
+        }
+        flag->cv.notify_all();
+      });
 }
 
 Wakeup::~Wakeup() = default;

@@ -90,7 +90,7 @@ ProjectionRow read_row(const SqlRow& r) {
   return row;
 }
 
-#define FACTUM_SELECT_ROWS                                                                 \
+#define FACTUM_SELECT_ROWS                                                               \
   "SELECT name, version, generation, mode, state, rebuild_version, rebuild_generation, " \
   "skipped, error_position, error_type, error_message FROM factum_projections"
 constexpr std::string_view kSelectRows = FACTUM_SELECT_ROWS;

@@ -429,7 +429,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   Decision d;
   bool idle = false;
   bool swapped = false;
-  bool ran = false;  // the target was this code's to write
+  bool ran = false;               // the target was this code's to write
   std::optional<Position> moved;  // the checkpoint another transaction left, not `begin`
   Position end = 0;
   auto body = [&](Sql& sql, bool careful) {
@@ -627,8 +627,8 @@ void ProjectionRunner::on_append(AppendTransaction& tx) {
   }
   ProjectionContext ctx(&sql, name_, row.generation);
   Position applied = 0;
-  if (saved + 1 == first && std::all_of(events.begin(), events.end(),
-                                        [&](const RecordedEvent& e) { return wants(e); })) {
+  if (saved + 1 == first &&
+      std::all_of(events.begin(), events.end(), [&](const RecordedEvent& e) { return wants(e); })) {
     applied = apply_careful(&sql, ctx, events, last, row);  // the common case: no copies
   } else {
     std::vector<RecordedEvent> todo;

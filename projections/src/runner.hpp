@@ -148,7 +148,7 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   std::uint64_t state_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn state_ comes from
   Position checkpoint_ FACTUM_GUARDED_BY(mu_) = 0;  // as this runner's last committed turn left it
   std::uint64_t checkpoint_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn checkpoint_ comes from
-  bool live_ FACTUM_GUARDED_BY(mu_) = false;             // inline: appends apply it
+  bool live_ FACTUM_GUARDED_BY(mu_) = false;                  // inline: appends apply it
   // The storage error being retried, until a committed turn has stored it in the row.
   std::optional<ProjectionFailure> retry_error_ FACTUM_GUARDED_BY(mu_);
   bool rebuild_requested_ FACTUM_GUARDED_BY(mu_) = false;
