@@ -25,9 +25,16 @@
 // machine), and --wait poll replaces wait_for by reading the checkpoint row, to show what
 // waiting through the API costs.
 //
-//   projection_bench [--events N] [--batch N] [--repeat N] [--accounts N]
-//                    [--durability normal|full] [--no-rebuild] [--side raw|factum]
-//                    [--wait api|poll] [--dir DIR] [--strict] [--verbose]
+// Then what an inline projection adds to an append: in a second file, --appends calls of
+// store.append(account-i, any, one deposit) (the same event as the log's) with no projection,
+// and as many with the same Balances projection added in ProjectionMode::inline_append (one
+// upsert inside each append's transaction), alternating plain, inline, inline, plain, ...
+// --repeat times each; the best run of each counts. Target: the inline rate at least 2/3 of
+// the plain one (the projection adds at most 50% to an append).
+//
+//   projection_bench [--events N] [--batch N] [--repeat N] [--accounts N] [--appends N]
+//                    [--durability normal|full] [--no-rebuild] [--no-inline | --inline-only]
+//                    [--side raw|factum] [--wait api|poll] [--dir DIR] [--strict] [--verbose]
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -66,6 +73,7 @@ constexpr const char* kType = "bank.Deposited";
 constexpr std::size_t kSetupStreamsPerCall = 500;  // streams per append_multi while building
 constexpr std::size_t kSetupEventsPerStream = 4;   // ... events each: 2,000 events per commit
 constexpr double kTarget = 0.70;
+constexpr double kInlineTarget = 2.0 / 3.0;  // inline append rate / plain append rate
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -77,8 +85,10 @@ struct Config {
   std::size_t accounts = 10'000;
   factum::Durability durability = factum::Durability::normal;
   bool rebuild = true;
-  bool poll = false;  // wait by reading the checkpoint row, not through wait_for
-  std::string side;   // "raw" or "factum": time one side only (for profiling); empty: both
+  std::uint64_t appends = 20'000;  // 1-event appends per run of the inline case; 0: skipped
+  bool inline_only = false;        // the inline case alone (no log, no build)
+  bool poll = false;               // wait by reading the checkpoint row, not through wait_for
+  std::string side;  // "raw" or "factum": time one side only (for profiling); empty: both
   fs::path dir;
   bool strict = false;
   bool verbose = false;
@@ -102,6 +112,11 @@ Config parse(int argc, char** argv) {
                         "synchronous NORMAL (default) or FULL for the timed runs, both sides");
   bool no_rebuild = false;
   app.add_flag("--no-rebuild", no_rebuild, "skip the blue/green rebuild() measurement");
+  bench::add_positive(app, "--appends", c.appends,
+                      "1-event appends per run of the inline case (default 20000)");
+  bool no_inline = false;
+  app.add_flag("--no-inline", no_inline, "skip the inline projection's append case");
+  app.add_flag("--inline-only", c.inline_only, "run the inline projection's append case alone");
   app.add_option("--side", c.side, "time only raw SQLite or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
@@ -117,6 +132,11 @@ Config parse(int argc, char** argv) {
   bench::parse_or_exit(app, argc, argv);
   c.repeat = static_cast<int>(std::min<std::uint64_t>(repeat, 100));
   c.rebuild = !no_rebuild;
+  if (no_inline && c.inline_only) {
+    std::cerr << "projection_bench: --no-inline and --inline-only exclude each other\n";
+    std::exit(2);
+  }
+  if (no_inline) c.appends = 0;
   c.poll = wait == "poll";
   c.dir = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
   return c;
@@ -435,6 +455,86 @@ FactumTimes factum_build(const Config& c, factum::EventStore& store, const std::
 }
 
 // ---------------------------------------------------------------------------------------------
+// What an inline projection adds to an append
+
+const char* const kInlineName = "inline-balances";
+const char* const kInlineTable = "inline_balances";
+
+// `c.appends` calls of append(account, any, one deposit), walking round the accounts; `x`
+// follows what the store holds.
+Timing append_run(const Config& c, factum::EventStore& store,
+                  const std::vector<std::string>& accounts, Expected& x) {
+  const Stopwatch watch;
+  for (std::uint64_t i = 0; i < c.appends; ++i) {
+    if (i % 1024 == 0) check_interrupt();
+    const auto amount = static_cast<std::int64_t>(x.events % 997) + 1;
+    factum::EventData e;  // a new event id each time
+    e.type = kType;
+    e.payload = amount_payload(amount);
+    store.append(accounts[x.events % accounts.size()], factum::ExpectedVersion::any(), e);
+    ++x.events;
+    x.total += amount;
+  }
+  x.accounts = std::max(x.accounts, std::min<std::size_t>(x.events, accounts.size()));
+  return watch.elapsed();
+}
+
+// The same run with the Balances projection added inline on a fresh engine (add() catches it
+// up over the earlier runs' events first, outside the timing).
+Timing inline_run(const Config& c, factum::EventStore& store,
+                  const std::vector<std::string>& accounts, Expected& x) {
+  factum::ProjectionEngine engine(store);
+  factum::ProjectionOptions options;
+  options.mode = factum::ProjectionMode::inline_append;
+  options.batch_size = c.batch;
+  engine.add(std::make_shared<Balances>(kInlineName, kInlineTable), options);
+  const Timing t = append_run(c, store, accounts, x);
+  const factum::ProjectionStatus s = engine.status(kInlineName);
+  if (s.checkpoint != store.head_position()) not_reached(engine, kInlineName);
+  return t;
+}
+
+struct InlineTimes {
+  std::vector<Timing> plain;
+  std::vector<Timing> with_inline;
+};
+
+// Alternates plain and inline runs on one store in `file`, then checks the read model.
+InlineTimes inline_case(const Config& c, const fs::path& file) {
+  factum::StoreOptions store_options;
+  store_options.durability = c.durability;
+  factum::EventStore store = factum::EventStore::open(file, store_options);
+  std::vector<std::string> accounts;
+  for (std::size_t i = 0; i < c.accounts; ++i) accounts.push_back("account-" + std::to_string(i));
+  Expected x;
+  InlineTimes t;
+  for (int rep = 0; rep < c.repeat; ++rep) {
+    const bool plain_first = rep % 2 == 0;
+    for (int side = 0; side < 2; ++side) {
+      const bool plain = (side == 0) == plain_first;
+      const Timing run =
+          plain ? append_run(c, store, accounts, x) : inline_run(c, store, accounts, x);
+      (plain ? t.plain : t.with_inline).push_back(run);
+      if (c.verbose) {
+        std::cerr << "  " << (plain ? "plain " : "inline") << " appends " << fixed(run.wall, 2)
+                  << " s (CPU " << fixed(run.cpu, 2) << " s)\n";
+      }
+    }
+  }
+  {
+    factum::ProjectionEngine engine(store);  // catches the last plain run up, then checks
+    factum::ProjectionOptions options;
+    options.mode = factum::ProjectionMode::inline_append;
+    engine.add(std::make_shared<Balances>(kInlineName, kInlineTable), options);
+    if (!engine.wait_for(kInlineName, store.head_position(), std::chrono::minutes(5))) {
+      not_reached(engine, kInlineName);
+    }
+  }
+  check_model(file, kInlineTable, x);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 // The best (shortest) wall-clock run as events/s; 0 when there is none.
@@ -487,10 +587,45 @@ void print_row(const Row& r) {
               r.cpu_us > 0 ? fixed(r.cpu_us, 2).c_str() : "-");
 }
 
+// The inline case's table; returns whether its target was missed.
+bool print_inline(const Config& c, const InlineTimes& t) {
+  const double plain = best_rate(t.plain, c.appends);
+  const double with_inline = best_rate(t.with_inline, c.appends);
+  const double plain_us = 1e6 / plain;
+  const double inline_us = 1e6 / with_inline;
+  const bool pass = with_inline / plain >= kInlineTarget;
+  std::printf(
+      "\ninline projection: %llu appends of 1 event per run (append(stream, any, event)), best of "
+      "%d\n%-24s %10s %9s %9s\n",
+      static_cast<unsigned long long>(c.appends), c.repeat, "case", "appends/s", "us/append",
+      "CPU us");
+  std::printf("%-24s %10s %9s %9s\n", "plain append", fixed(plain, 0).c_str(),
+              fixed(plain_us, 1).c_str(), fixed(best_cpu_us(t.plain, c.appends), 1).c_str());
+  std::printf("%-24s %10s %9s %9s\n", "append + inline upsert", fixed(with_inline, 0).c_str(),
+              fixed(inline_us, 1).c_str(), fixed(best_cpu_us(t.with_inline, c.appends), 1).c_str());
+  std::printf("inline adds %.1f us per append (+%.0f%%); rate ratio %.2f, target >= %.2f: %s\n",
+              inline_us - plain_us, (inline_us / plain_us - 1) * 100, with_inline / plain,
+              kInlineTarget, pass ? "PASS" : "MISS");
+  std::printf("runs, wall/CPU s: plain %s; inline %s\n", runs_text(t.plain).c_str(),
+              runs_text(t.with_inline).c_str());
+  return !pass;
+}
+
 int run(const Config& c) {
   TempDir dir(c.dir, "factum-projbench");
   const fs::path file = dir.path() / "log.db";
   auto stage = [](const std::string& what) { std::cerr << "projection_bench: " << what << "\n"; };
+
+  InlineTimes inline_times;
+  if (c.appends > 0) {
+    stage("inline case: " + std::to_string(c.appends) +
+          " 1-event appends per run, plain and with an inline projection");
+    inline_times = inline_case(c, dir.path() / "inline.db");
+  }
+  if (c.inline_only) {
+    const bool missed = print_inline(c, inline_times);
+    return c.strict && missed ? 1 : 0;
+  }
 
   stage("building a log of " + std::to_string(c.events) + " events over " +
         std::to_string(c.accounts) + " accounts (append_multi, Durability::normal)");
@@ -574,7 +709,9 @@ int run(const Config& c) {
     if (rebuild.cpu_us > 0) std::printf(", rebuild %.2f", raw.cpu_us / rebuild.cpu_us);
     std::printf("\n");
   }
-  return c.strict && result_of(build) == "MISS" ? 1 : 0;
+  bool missed = result_of(build) == "MISS";
+  if (c.appends > 0) missed = print_inline(c, inline_times) || missed;
+  return c.strict && missed ? 1 : 0;
 }
 
 }  // namespace

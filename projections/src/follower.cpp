@@ -73,7 +73,7 @@ bool LogFollower::next(std::vector<RecordedEvent>& batch, std::size_t limit) {
   return false;
 }
 
-Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
+Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll, Wanted wanted)
     : flag_(std::make_shared<Flag>()), poll_(poll) {
   if (poll_.count() > 0) {
     watcher_ = store.watch();
@@ -81,13 +81,15 @@ Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll)
     // that another process's commit between that read and the first poll is not missed.
     watcher_->changed();
   }
-  connection_ = store.on_appended().connect([flag = flag_](const std::vector<RecordedEvent>&) {
-    {
-      MutexLock lock(flag->mu);
-      flag->pending = true;
-    }
-    flag->cv.notify_all();
-  });
+  connection_ = store.on_appended().connect(
+      [flag = flag_, wanted = std::move(wanted)](const std::vector<RecordedEvent>& events) {
+        if (wanted && !wanted(events)) return;
+        {
+          MutexLock lock(flag->mu);
+          flag->pending = true;
+        }
+        flag->cv.notify_all();
+      });
 }
 
 Wakeup::~Wakeup() = default;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,8 +48,11 @@ class LogFollower {
 // Thread-safety: notify() and stop() from any thread; wait() from the reading thread.
 class Wakeup {
  public:
+  // What a commit of this process must hold to wake the reader: `wanted(events)` (run on the
+  // committing thread; must be cheap, thread-safe and not throw). Empty: every commit wakes it.
+  using Wanted = std::function<bool(const std::vector<RecordedEvent>&)>;
   // Connects to `store`'s on_appended and opens a watcher when `poll` > 0.
-  Wakeup(EventStore& store, std::chrono::milliseconds poll);
+  Wakeup(EventStore& store, std::chrono::milliseconds poll, Wanted wanted = {});
   ~Wakeup();
   Wakeup(const Wakeup&) = delete;
   Wakeup& operator=(const Wakeup&) = delete;

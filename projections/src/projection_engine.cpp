@@ -95,12 +95,19 @@ ProjectionStatus ProjectionEngine::status(std::string_view name) const {
 
 bool ProjectionEngine::wait_for(std::string_view name, Position p,
                                 std::chrono::milliseconds timeout) const {
+  // The file decides; the runner's committed transactions say when to look (each read of the
+  // file is a read transaction), and a look every 50 ms sees other engines' progress.
+  constexpr auto kLook = std::chrono::milliseconds(50);
   const ProjectionRunner& runner = impl_->find(name);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool hinted = false;
   for (;;) {
     if (runner.serving_current() && runner.checkpoint() >= p) return true;
-    if (runner.halted() || std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto now = std::chrono::steady_clock::now();
+    if (runner.halted() || now >= deadline) return false;
+    // Memory said reached and the file does not (another engine reset the target): poll.
+    if (hinted) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    hinted = runner.wait_committed(p, std::min(deadline, now + kLook));
   }
 }
 

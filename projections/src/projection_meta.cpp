@@ -90,18 +90,38 @@ ProjectionRow read_row(const SqlRow& r) {
   return row;
 }
 
-constexpr const char* kSelectRows =
-    "SELECT name, version, generation, mode, state, rebuild_version, rebuild_generation, "
-    "skipped, error_position, error_type, error_message FROM factum_projections";
+#define FACTUM_SELECT_ROWS                                                               \
+  "SELECT name, version, generation, mode, state, rebuild_version, rebuild_generation, " \
+  "skipped, error_position, error_type, error_message FROM factum_projections"
+constexpr std::string_view kSelectRows = FACTUM_SELECT_ROWS;
+constexpr std::string_view kSelectRow = FACTUM_SELECT_ROWS " WHERE name = ?1";
+#undef FACTUM_SELECT_ROWS
 
 }  // namespace
 
 std::optional<ProjectionRow> load_row(Sql& sql, const std::string& name) {
+  if (!meta_tables_exist(sql)) return std::nullopt;
+  return load_own_row(sql, name);
+}
+
+std::optional<ProjectionRow> load_own_row(Sql& sql, const std::string& name) {
   std::optional<ProjectionRow> out;
-  if (!meta_tables_exist(sql)) return out;
-  sql.query(std::string(kSelectRows) + " WHERE name = ?1", {name},
-            [&](const SqlRow& r) { out = read_row(r); });
+  sql.query(kSelectRow, {name}, [&](const SqlRow& r) { out = read_row(r); });
   return out;
+}
+
+Position load_position(Sql& sql, const std::string& checkpoint) {
+  const auto p =
+      sql.query_integer("SELECT position FROM factum_checkpoints WHERE name = ?1", {checkpoint});
+  return p ? static_cast<Position>(*p) : 0;
+}
+
+void save_position(Sql& sql, const std::string& checkpoint, Position position) {
+  sql.execute(
+      "INSERT INTO factum_checkpoints (name, position, updated_at) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (name) DO UPDATE SET position = excluded.position, "
+      "updated_at = excluded.updated_at",
+      {checkpoint, static_cast<std::int64_t>(position), now_us()});
 }
 
 std::vector<ProjectionRow> load_rows(Sql& sql) {

@@ -43,7 +43,16 @@ class ProjectionContextAccess {
 
 void create_meta_tables(Sql& sql);
 bool meta_tables_exist(Sql& sql);
+// The projection's row; nullopt when the file has none (or no factum_projections table).
 std::optional<ProjectionRow> load_row(Sql& sql, const std::string& name);
+// For a runner, whose engine created the tables when it was constructed (create_meta_tables
+// commits before any runner exists, and nothing drops them): the same reads and writes without
+// looking the tables up in sqlite_master first or creating them, through constant SQL text
+// (prepared once per connection by the Sql handle's cache). These run inside every inline
+// append.
+std::optional<ProjectionRow> load_own_row(Sql& sql, const std::string& name);
+Position load_position(Sql& sql, const std::string& checkpoint);
+void save_position(Sql& sql, const std::string& checkpoint, Position position);
 std::vector<ProjectionRow> load_rows(Sql& sql);
 void save_row(Sql& sql, const ProjectionRow& row);
 

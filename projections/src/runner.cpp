@@ -4,6 +4,7 @@
 
 #include "factum/eventstore/errors.hpp"
 #include "factum/projections/checkpoint_store.hpp"
+#include "test_hooks.hpp"
 
 namespace factum::detail {
 namespace {
@@ -30,6 +31,14 @@ Position read_checkpoint(const EventStore& store, const std::string& name) {
   Position out = 0;
   store.read_sql([&](Sql& sql) { out = CheckpointStore::load(sql, name); });
   return out;
+}
+
+// Inline: a commit of this process whose events inline appends applied already (as their outcome
+// notices told) needs no batch, so it does not wake the thread.
+Wakeup::Wanted not_applied_inline(std::shared_ptr<std::atomic<Position>> through) {
+  return [through = std::move(through)](const std::vector<RecordedEvent>& events) {
+    return events.empty() || events.back().position > through->load(std::memory_order_acquire);
+  };
 }
 
 std::string describe(std::exception_ptr e) {
@@ -65,7 +74,11 @@ ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection
       types_(projection_->event_types()),
       follower_(store, filter_for(types_), 0),
       rebuild_follower_(store, filter_for(types_), 0),
-      wakeup_(std::make_unique<Wakeup>(store, options.poll_interval)) {
+      inline_through_(std::make_shared<std::atomic<Position>>(0)),
+      wakeup_(std::make_unique<Wakeup>(store, options.poll_interval,
+                                       options.mode == ProjectionMode::inline_append
+                                           ? not_applied_inline(inline_through_)
+                                           : Wakeup::Wanted{})) {
   check_name(name_);
   if (options_.batch_size == 0) {
     throw InvalidArgument("factum: projection '" + name_ + "': batch_size is 0");
@@ -86,7 +99,7 @@ bool ProjectionRunner::wants(const RecordedEvent& e) const {
 // --- Turns: the file decides, memory follows once committed ------------------------------
 
 ProjectionRunner::Decision ProjectionRunner::open_turn(Sql& sql) {
-  std::optional<ProjectionRow> file = load_row(sql, name_);
+  std::optional<ProjectionRow> file = load_own_row(sql, name_);
   MutexLock lock(mu_);
   Decision d;
   d.turn = ++turns_;
@@ -109,6 +122,10 @@ void ProjectionRunner::publish(const Decision& d) {
       row_turn_ = d.turn;
       row_ = d.row;
     }
+    if (d.checkpoint && d.turn > checkpoint_turn_) {
+      checkpoint_turn_ = d.turn;
+      checkpoint_ = *d.checkpoint;
+    }
     if (d.state && d.turn > state_turn_) {
       state_turn_ = d.turn;
       state_ = *d.state;
@@ -119,6 +136,13 @@ void ProjectionRunner::publish(const Decision& d) {
     if (retry_error_ && d.row.error == retry_error_) retry_error_.reset();
   }
   changed_.notify_all();
+}
+
+void ProjectionRunner::note_inline(std::atomic<Position>& through, Position last) noexcept {
+  // Notices come one at a time, in commit order, from the writer's turn.
+  if (last > through.load(std::memory_order_relaxed)) {
+    through.store(last, std::memory_order_release);
+  }
 }
 
 ProjectionState ProjectionRunner::next_state(const ProjectionRow& row, bool caught_up) const {
@@ -191,6 +215,7 @@ void ProjectionRunner::setup() {
     d.state = row.state;
     save_row(sql, row);
     checkpoint = CheckpointStore::load(sql, name_);
+    d.checkpoint = checkpoint;
   });
   publish(d);
   follower_.restart(checkpoint);
@@ -296,11 +321,13 @@ void ProjectionRunner::report(std::exception_ptr error) {
 // One round of the state machine: requests first, then a batch of each target.
 bool ProjectionRunner::step() {
   if (reload_) {
-    // After an error a follower may hold a half-read range: both start afresh. A store
-    // target's batch reloads its checkpoint inside the write lock; an external one's here.
-    const bool external = options_.target == ProjectionTarget::external;
-    follower_.restart(external ? read_checkpoint(store_, name_) : 0);
-    rebuild_follower_.restart(0);
+    // After an error a follower may hold a half-read range: both start afresh, from the
+    // checkpoints as a read connection sees them (a store target's batch checks its checkpoint
+    // again inside the write lock).
+    follower_.restart(read_checkpoint(store_, name_));
+    rebuild_follower_.restart(options_.target == ProjectionTarget::external
+                                  ? 0
+                                  : read_checkpoint(store_, rebuild_checkpoint_name(name_)));
     reload_ = false;
   }
   take_restart();
@@ -354,6 +381,7 @@ void ProjectionRunner::take_rebuild_request() {
         ProjectionContext ctx(nullptr, name_, d.row.generation);
         projection_->reset(ctx);
         CheckpointStore::save(sql, name_, 0);
+        d.checkpoint = 0;
       } else {
         begin_rebuild(sql, d.row);
         d.row.state = ProjectionState::rebuilding;
@@ -376,23 +404,40 @@ void ProjectionRunner::take_rebuild_request() {
 
 // --- Batches ---------------------------------------------------------------------------------
 
-// One transaction on the serving generation or (rebuild) the one being built: the checkpoint
-// read inside the write lock, the next batch applied, the checkpoint saved. A throwing apply
-// sends the batch again, each event under a savepoint. Returns true when there is nothing more
-// to do for this target now.
+// One batch on the serving generation or (rebuild) the one being built. The events are read
+// first, outside any write transaction (on a read connection: appends from this and other
+// processes go on meanwhile); then one write transaction reads the checkpoint inside the write
+// lock, and applies the batch and saves the checkpoint only if it still stands where the read
+// began. If another engine or an inline append moved it meanwhile, the batch is dropped and the
+// next one reads again from there: no event is lost or applied twice. A throwing apply sends
+// the batch again, each event under a savepoint. Returns true when there is nothing more to do
+// for this target now.
 bool ProjectionRunner::store_batch(bool rebuild) {
   LogFollower& follower = rebuild ? rebuild_follower_ : follower_;
   const std::string checkpoint = rebuild ? rebuild_checkpoint_name(name_) : name_;
+  if (!rebuild) {
+    // Inline appends may have moved the checkpoint past the follower: start from there.
+    const Position through = inline_through_->load(std::memory_order_acquire);
+    if (through > follower.position()) follower.restart(through);
+  }
+  const Position begin = follower.position();
+  batch_.clear();
+  const bool at_end = follower.next(batch_, options_.batch_size);
+  const Position read_end = follower.position();
+  after_batch_read(name_);
+
   Decision d;
   bool idle = false;
   bool swapped = false;
-  bool ran = false;  // the target was this code's to write
+  bool ran = false;               // the target was this code's to write
+  std::optional<Position> moved;  // the checkpoint another transaction left, not `begin`
   Position end = 0;
   auto body = [&](Sql& sql, bool careful) {
     d = open_turn(sql);
     ProjectionRow& row = d.row;
     swapped = false;
     ran = false;
+    moved.reset();
     idle = true;
     if (row.state == ProjectionState::failed) {  // another engine's failure: shown as it is
       d.state = ProjectionState::failed;
@@ -406,24 +451,28 @@ bool ProjectionRunner::store_batch(bool rebuild) {
       return;
     }
     ran = true;
-    const Position saved = CheckpointStore::load(sql, checkpoint);
+    const Position saved = load_position(sql, checkpoint);
     if (rebuild && row.rebuild_generation != progress_generation_) {
       // A rebuild this thread had not seen yet (another engine started it): time it from here.
       progress_generation_ = row.rebuild_generation;
       rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
       rebuild_start_position_ = saved;
     }
-    if (saved != follower.position()) follower.restart(saved);
-    batch_.clear();
-    const bool at_end = follower.next(batch_, options_.batch_size);
+    if (saved != begin) {  // moved since the read began: read again from where it is
+      moved = saved;
+      if (!rebuild) d.checkpoint = saved;
+      idle = false;
+      save(sql, d);
+      return;
+    }
     ProjectionContext ctx(&sql, name_, rebuild ? row.rebuild_generation : row.generation);
-    end = follower.position();
+    end = read_end;
     if (careful) {
       end = apply_careful(&sql, ctx, batch_, end, row);
     } else {
       apply_fast(ctx, batch_);
     }
-    if (end != saved) CheckpointStore::save(sql, checkpoint, end);
+    if (end != saved) save_position(sql, checkpoint, end);
     // Reaching the end of a range is not enough: check the head inside the write lock.
     const bool caught_up =
         row.state != ProjectionState::failed && at_end && end >= store_.head_position();
@@ -431,6 +480,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
       swap_in(sql, row, end);
       swapped = true;
     }
+    if (!rebuild || swapped) d.checkpoint = end;
     row.state = next_state(row, caught_up);
     d.state = row.state;
     d.live = caught_up && options_.mode == ProjectionMode::inline_append;
@@ -440,14 +490,22 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   try {
     store_.write_sql([&](Sql& sql) { body(sql, false); });
   } catch (...) {
-    follower.restart(0);  // reloaded from the checkpoint by body
+    // Rolled back. The same events again, carefully (a storage error throws again from here
+    // and the thread starts afresh after its back-off).
     store_.write_sql([&](Sql& sql) { body(sql, true); });
   }
   publish(d);
+  if (moved) {
+    follower.restart(*moved);
+  } else if (!ran) {
+    follower.restart(begin);  // not applied: read again when it is this code's to write
+  } else if (end != read_end) {
+    follower.restart(end);  // stopped at a failing event
+  }
   if (swapped) {
     follower_.restart(end);
     report_progress(true);
-  } else if (rebuild && ran) {
+  } else if (rebuild && ran && !moved) {
     report_progress(false);
   }
   return idle;
@@ -516,6 +574,7 @@ bool ProjectionRunner::external_batch() {
     d.row.state = next;
     d.state = next;
     if (end != before) CheckpointStore::save(sql, name_, end);
+    d.checkpoint = end;
     save(sql, d);
   });
   publish(d);
@@ -558,7 +617,7 @@ void ProjectionRunner::on_append(AppendTransaction& tx) {
     return;
   }
   const std::span<const RecordedEvent> events = tx.events();
-  const Position saved = CheckpointStore::load(sql, name_);
+  const Position saved = load_position(sql, name_);
   const Position first = events.front().position;
   const Position last = events.back().position;
   if (saved >= last) return;
@@ -566,20 +625,31 @@ void ProjectionRunner::on_append(AppendTransaction& tx) {
     wakeup_->notify();  // a long gap (another process's appends): the thread catches up
     return;
   }
-  std::vector<RecordedEvent> todo;
-  for (RecordedEvent& e : tx.read_log(saved + 1, options_.batch_size)) {
-    if (wants(e)) todo.push_back(std::move(e));
-  }
-  for (const RecordedEvent& e : events) {
-    if (e.position > saved && wants(e)) todo.push_back(e);
-  }
   ProjectionContext ctx(&sql, name_, row.generation);
-  CheckpointStore::save(sql, name_, apply_careful(&sql, ctx, todo, last, row));
-  if (row == d.stored) return;
-  save(sql, d);
+  Position applied = 0;
+  if (saved + 1 == first &&
+      std::all_of(events.begin(), events.end(), [&](const RecordedEvent& e) { return wants(e); })) {
+    applied = apply_careful(&sql, ctx, events, last, row);  // the common case: no copies
+  } else {
+    std::vector<RecordedEvent> todo;
+    if (saved + 1 < first) {
+      for (RecordedEvent& e : tx.read_log(saved + 1, options_.batch_size)) {
+        if (wants(e)) todo.push_back(std::move(e));
+      }
+    }
+    for (const RecordedEvent& e : events) {
+      if (e.position > saved && wants(e)) todo.push_back(e);
+    }
+    applied = apply_careful(&sql, ctx, todo, last, row);
+  }
+  save_position(sql, name_, applied);
+  d.checkpoint = applied;
+  if (row != d.stored) save(sql, d);
   if (row.state == ProjectionState::failed) d.state = ProjectionState::failed;
-  tx.on_outcome([self = shared_from_this(), d = std::move(d)](AppendOutcome outcome) {
-    if (outcome == AppendOutcome::committed) self->publish(d);
+  tx.on_outcome([self = shared_from_this(), d = std::move(d), applied](AppendOutcome outcome) {
+    if (outcome != AppendOutcome::committed) return;
+    note_inline(*self->inline_through_, applied);
+    self->publish(d);
   });
 }
 
@@ -646,6 +716,16 @@ void ProjectionRunner::request_rebuild() {
 }
 
 Position ProjectionRunner::checkpoint() const { return read_checkpoint(store_, name_); }
+
+bool ProjectionRunner::wait_committed(Position p,
+                                      std::chrono::steady_clock::time_point until) const {
+  MutexLock lock(mu_);
+  for (;;) {
+    if (checkpoint_ >= p && row_.version == version_) return true;
+    if (state_ == ProjectionState::failed || state_ == ProjectionState::stopped) return false;
+    if (!changed_.wait_until(lock, until)) return false;
+  }
+}
 
 bool ProjectionRunner::halted() const {
   MutexLock lock(mu_);

@@ -10,6 +10,7 @@
 // transaction publishes nothing, so nothing has to be undone or re-read afterwards.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -50,6 +51,11 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   ProjectionStatus status(Position head) const FACTUM_EXCLUDES(mu_);
   // The serving checkpoint as the file has it, and whether the projection can still move.
   Position checkpoint() const;
+  // Waits until this runner's own committed transactions put the serving checkpoint of this
+  // code's version at `p` or beyond (returns true), it halts, or `until` passes (false). A hint
+  // for wait_for, which reads the file to be sure: other engines' progress is not seen here.
+  bool wait_committed(Position p, std::chrono::steady_clock::time_point until) const
+      FACTUM_EXCLUDES(mu_);
   bool halted() const FACTUM_EXCLUDES(mu_);
   // The serving read model was built by this code's version (false during a version rebuild).
   bool serving_current() const FACTUM_EXCLUDES(mu_);
@@ -62,6 +68,7 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
     ProjectionRow stored;    // the row as the file had it when the transaction began
     ProjectionRow row;       // as the transaction leaves it
     std::optional<ProjectionState> state;  // unset: keep the state shown
+    std::optional<Position> checkpoint;    // the serving checkpoint it left (unset: unknown)
     bool live = false;                     // inline: appends apply the projection from now on
   };
 
@@ -87,6 +94,8 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   // Once the transaction of `d` committed: status() shows it (unless a later transaction's
   // decision was shown already).
   void publish(const Decision& d) FACTUM_EXCLUDES(mu_);
+  // Inline, after the outcome notice says committed: commits up to `last` are applied.
+  static void note_inline(std::atomic<Position>& through, Position last) noexcept;
   // The state the thread shows for `row` once its batch ended (caught up or not).
   ProjectionState next_state(const ProjectionRow& row, bool caught_up) const;
 
@@ -121,6 +130,10 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   Position rebuild_start_position_ = 0;
   std::uint64_t progress_generation_ = 0;  // the rebuild the progress figures are about
 
+  // The last position inline appends applied, as committed (their outcome notices set it): the
+  // serving checkpoint is at least there. Commits of this process up to it need no batch, so
+  // they do not wake the thread; a batch starts reading from it when its follower is behind.
+  const std::shared_ptr<std::atomic<Position>> inline_through_;
   const std::unique_ptr<Wakeup> wakeup_;  // thread-safe (follower.hpp)
   Mutex control_mu_;                      // start, stop and restart take turns
   std::thread thread_ FACTUM_GUARDED_BY(control_mu_);
@@ -133,7 +146,9 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   std::uint64_t turns_ FACTUM_GUARDED_BY(mu_) = 0;  // transactions opened
   std::uint64_t row_turn_ FACTUM_GUARDED_BY(mu_) = 0;    // the turn row_ comes from
   std::uint64_t state_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn state_ comes from
-  bool live_ FACTUM_GUARDED_BY(mu_) = false;             // inline: appends apply it
+  Position checkpoint_ FACTUM_GUARDED_BY(mu_) = 0;  // as this runner's last committed turn left it
+  std::uint64_t checkpoint_turn_ FACTUM_GUARDED_BY(mu_) = 0;  // the turn checkpoint_ comes from
+  bool live_ FACTUM_GUARDED_BY(mu_) = false;                  // inline: appends apply it
   // The storage error being retried, until a committed turn has stored it in the row.
   std::optional<ProjectionFailure> retry_error_ FACTUM_GUARDED_BY(mu_);
   bool rebuild_requested_ FACTUM_GUARDED_BY(mu_) = false;

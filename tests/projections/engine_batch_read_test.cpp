@@ -1,0 +1,95 @@
+// ProjectionEngine: an async batch reads its events before it takes the store's write lock,
+// and checks inside the lock that its checkpoint did not move meanwhile. The projection's
+// thread is stopped between the read and the write through a test seam
+// (projections/src/test_hooks.hpp), so these cases are deterministic: no sleeps.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "engine_support.hpp"
+#include "test_hooks.hpp"
+
+using namespace factum;
+using namespace factum::test;
+
+namespace {
+
+// Removes the hook when the case ends (declared after what the hook uses, before the engines).
+struct HookScope {
+  ~HookScope() { detail::set_after_batch_read({}); }
+};
+
+}  // namespace
+
+TEST_SUITE_BEGIN("projection engine");
+
+TEST_CASE("an async batch holds no write lock while it reads: another connection appends then") {
+  TempStore t;
+  append_numbers(t.store, 20);
+  StoreOptions no_wait = TempStore::fast_options();
+  no_wait.busy_timeout = std::chrono::milliseconds(0);  // a held write lock fails at once
+  EventStore other = EventStore::open(t.path, no_wait);
+  std::atomic<int> reads{0};
+  std::atomic<bool> appended{false};
+  std::string error;
+  HookScope scope;
+  detail::set_after_batch_read([&](const std::string& projection) {
+    if (projection != "fold" || reads++ != 0) return;
+    try {
+      other.append("other-1", ExpectedVersion::any(), make_event("test.Happened", "1000"));
+      appended = true;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  ProjectionEngine engine(t.store);
+  auto fold = std::make_shared<Fold>();
+  engine.add(fold, {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
+  REQUIRE(engine.wait_for("fold", 21, kWait));
+  CHECK(error.empty());
+  CHECK(appended);
+  CHECK(read_model(t.store) == fold_log(t.store));
+  CHECK(fold->applies == 21);
+}
+
+TEST_CASE("a checkpoint moved by another engine between a batch's read and write loses nothing") {
+  TempStore t;
+  append_numbers(t.store, 30);
+  EventStore other = EventStore::open(t.path, TempStore::fast_options());
+  auto theirs = std::make_shared<Fold>();
+  std::unique_ptr<ProjectionEngine> second;
+  std::atomic<int> reads{0};
+  std::atomic<bool> caught_up{false};
+  std::atomic<bool> hook_done{false};
+  HookScope scope;
+  // The first engine's second batch has read events 9..16; before it writes, another engine on
+  // another connection applies everything up to the head.
+  detail::set_after_batch_read([&](const std::string&) {
+    if (reads++ != 1) return;
+    second = std::make_unique<ProjectionEngine>(other);
+    second->add(theirs, {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
+    caught_up = second->wait_for("fold", 30, kWait);
+    hook_done = true;
+  });
+  ProjectionEngine first(t.store);
+  auto mine = std::make_shared<Fold>();
+  first.add(mine, {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
+  // The file's checkpoint reaches 30 through the second engine while the first one's thread is
+  // still in the hook: wait for the hook too.
+  REQUIRE(eventually([&] { return hook_done.load(); }));
+  REQUIRE(first.wait_for("fold", 30, kWait));
+  CHECK(caught_up);
+  CHECK(mine->applies == 8);  // its first batch; the second was dropped, not applied
+  CHECK(mine->applies + theirs->applies == 30);
+  CHECK(read_model(t.store) == fold_log(t.store));
+
+  append_numbers(t.store, 5, 31);
+  REQUIRE(first.wait_for("fold", 35, kWait));
+  REQUIRE(second->wait_for("fold", 35, kWait));
+  CHECK(mine->applies + theirs->applies == 35);
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
+TEST_SUITE_END();
