@@ -2,6 +2,7 @@
 
 #include "factum/eventstore/errors.hpp"
 #include "hash_chain.hpp"
+#include "rows.hpp"
 
 namespace factum {
 
@@ -35,17 +36,7 @@ Metadata EventView::metadata() const {
 
 RecordedEvent EventView::to_recorded() const {
   RecordedEvent e;
-  e.position = position;
-  e.stream_id.assign(stream_id);
-  e.stream_version = stream_version;
-  e.id = id;
-  e.type.assign(type);
-  e.schema_version = schema_version;
-  e.payload.assign(payload.begin(), payload.end());
-  e.metadata = metadata();
-  e.recorded_at = recorded_at;
-  e.hash = hash;
-  e.previous_hash = previous_hash;
+  detail::assign(e, *this);
   return e;
 }
 

@@ -182,35 +182,11 @@ void bind_page(Statement& s, const PageQuery& query, std::size_t limit) {
   s.bind(next, static_cast<std::int64_t>(limit));
 }
 
-}  // namespace
-
-void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
-               std::vector<RecordedEvent>& page) {
-  // The events of the page before are overwritten in place: their strings and payload
-  // vectors keep their capacity, so a long read allocates little after its first page.
-  Statement& s = statement_for(conn, query.kind);
-  StatementScope scope(s);
-  bind_page(s, query, limit);
-  const bool carrying = query.kind == PageQuery::Kind::all;
-  HashCarry carry(conn, query);
-  EventView v;
-  std::size_t n = 0;
-  try {
-    while (n < limit && s.step("reading events")) {
-      read_view(s, v);
-      if (carrying) carry.fill(v);
-      if (n == page.size()) page.emplace_back();
-      assign(page[n++], v);
-    }
-  } catch (...) {
-    page.clear();
-    throw;
-  }
-  page.resize(n);
-}
-
-PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
-                   const ViewVisitor& visit) {
+// Steps the page query of `query` and hands each checked row to `on_row` as a view (with its
+// previous hash carried along a read of the whole log), until `limit` rows or `on_row` returns
+// false. The one row loop of the owned and the visiting reads.
+template <class OnRow>
+PageEnd walk_page(ReadConnection& conn, const PageQuery& query, std::size_t limit, OnRow&& on_row) {
   Statement& s = statement_for(conn, query.kind);
   StatementScope scope(s);
   bind_page(s, query, limit);
@@ -225,12 +201,37 @@ PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t lim
     end.last_position = v.position;
     end.last_version = v.stream_version;
     end.last_hash = v.hash;
-    if (!visit(v)) {
+    if (!on_row(v)) {
       end.stopped = true;
       break;
     }
   }
   return end;
+}
+
+}  // namespace
+
+void read_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+               std::vector<RecordedEvent>& page) {
+  // The events of the page before are overwritten in place: their strings and payload
+  // vectors keep their capacity, so a long read allocates little after its first page.
+  std::size_t n = 0;
+  try {
+    walk_page(conn, query, limit, [&](const EventView& v) {
+      if (n == page.size()) page.emplace_back();
+      assign(page[n++], v);
+      return true;
+    });
+  } catch (...) {
+    page.clear();
+    throw;
+  }
+  page.resize(n);
+}
+
+PageEnd visit_page(ReadConnection& conn, const PageQuery& query, std::size_t limit,
+                   const ViewVisitor& visit) {
+  return walk_page(conn, query, limit, visit);
 }
 
 }  // namespace factum::detail

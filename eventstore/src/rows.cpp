@@ -122,7 +122,9 @@ void assign(RecordedEvent& out, const EventView& v) {
   m.compensates = v.compensates;
   m.actor.assign(v.actor);
   m.values.clear();
-  if (!v.encoded_values.empty()) decode_values(v.encoded_values, m.values);  // checked already
+  if (!v.encoded_values.empty() && !decode_values(v.encoded_values, m.values)) {
+    throw CorruptEventError(v.position, "its metadata key/values are malformed");
+  }
   out.recorded_at = v.recorded_at;
   out.hash = v.hash;
   out.previous_hash = v.previous_hash;

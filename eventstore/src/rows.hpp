@@ -24,7 +24,8 @@ void read_row(const Statement& s, RecordedEvent& out);
 const char* decode_view(const Statement& s, EventView& out);
 // As decode_view, but throws CorruptEventError naming the position when the row is malformed.
 void read_view(const Statement& s, EventView& out);
-// Copies a checked view into `out`, reusing its strings' and vectors' capacity.
+// Copies a view into `out`, reusing its strings' and vectors' capacity. Throws
+// CorruptEventError when its metadata key/values are malformed (never for a checked view).
 void assign(RecordedEvent& out, const EventView& v);
 // Throws the CorruptEventError for the malformed current row of `s`.
 [[noreturn]] void throw_corrupt(const Statement& s, const char* problem);

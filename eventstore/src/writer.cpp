@@ -303,12 +303,8 @@ void Writer::notify(Pending& p, AppendOutcome outcome) noexcept {
 }
 
 void Writer::fail(Pending& p, std::exception_ptr error) noexcept {
+  reset(p);
   p.error = std::move(error);
-  p.results.clear();
-  if (p.sink != nullptr) {
-    if (p.sink->events != nullptr) p.sink->events->clear();
-    p.sink->first_written = p.sink->last_written = 0;
-  }
   notify(p, AppendOutcome::rolled_back);
 }
 
@@ -371,10 +367,12 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
   }
 }
 
-// Forgets what an attempt did to `p` (results, copies, error) before the group starts over.
+// Forgets what an attempt did to `p` (results, copies, error): before the group starts over,
+// and before it fails.
 void Writer::reset(Pending& p) noexcept {
   p.error = nullptr;
   p.results.clear();
+  if (p.sink == nullptr) return;
   if (p.sink->events != nullptr) p.sink->events->clear();
   p.sink->first_written = p.sink->last_written = 0;
 }
