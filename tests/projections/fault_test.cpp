@@ -91,7 +91,12 @@ TEST_CASE(
   // The batch 6..10 is being applied; its commit (and every retry of it) fails.
   fault.fail(FaultOp::write, 1, codes::kIoErrWrite, FaultInjection::kForever, FaultFile::wal);
   gate.open();
-  REQUIRE(eventually([&] { return fault.injected() >= 3; }));  // retried, and failed again
+  // Retried, and failed again. The faults can all come from the first attempt (its commit, the
+  // seal after it, the careful second try) before the runner reports the error: wait for the
+  // report too, not only for the faults.
+  REQUIRE(eventually([&] {
+    return fault.injected() >= 3 && engine.status("fold").state == ProjectionState::retrying;
+  }));
   CHECK(saved_checkpoint(t.store, "fold") == 5);
   CHECK(read_model(t.store) == at5);
   const ProjectionStatus failing = engine.status("fold");
