@@ -12,7 +12,7 @@ namespace detail {
 class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
-      : path_(path), options_(options), storage_(open_sqlite_storage(path, options)) {}
+      : path_(path), options_(options), storage_(open_storage(path, options)) {}
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     validate(appends);
