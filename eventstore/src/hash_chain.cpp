@@ -171,6 +171,22 @@ bool decode_values(std::span<const std::byte> in, std::map<std::string, std::str
   return in.empty();
 }
 
+RecordedEvent recorded_of(const EventFields& f, const Hash& hash, const Hash& previous) {
+  RecordedEvent r;
+  r.position = f.position;
+  r.stream_id.assign(f.stream_id);
+  r.stream_version = f.stream_version;
+  r.id = *f.id;
+  r.type.assign(f.type);
+  r.schema_version = f.schema_version;
+  r.payload.assign(f.payload.begin(), f.payload.end());
+  r.metadata = *f.metadata;
+  r.recorded_at = Timestamp(std::chrono::microseconds(f.recorded_at_us));
+  r.hash = hash;
+  r.previous_hash = previous;
+  return r;
+}
+
 }  // namespace factum::detail
 
 namespace factum {

@@ -33,6 +33,9 @@ struct EventFields {
 // The hashed fields of a stored event (views into `event`, which must outlive them).
 EventFields fields_of(const RecordedEvent& event);
 
+// The stored event `f` describes, with its hash and the previous event's (copies everything).
+RecordedEvent recorded_of(const EventFields& f, const Hash& hash, const Hash& previous);
+
 // Computes chain hashes. Not thread-safe: one per thread.
 class ChainHasher {
  public:

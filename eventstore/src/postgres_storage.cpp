@@ -1,13 +1,1498 @@
-// The PostgreSQL backend (docs/postgres.md). Placeholder while it is being written.
+// The PostgreSQL backend (docs/postgres.md): the same log as the SQLite file, in the tables of
+// one PostgreSQL schema (the first of the connection's search_path), through libpq.
+//
+// Ordering. Every append (and every write_sql) first locks the one row of factum_store
+// (SELECT ... FOR UPDATE) and keeps the lock until its COMMIT: the writers of all processes and
+// machines take turns, each reads the head the one before committed, and a reader can never see
+// position N + 1 before N, because N + 1 is written only after N's transaction has ended. The
+// cost is one writing transaction at a time per store; group commit (below) amortises it, since
+// a process puts every append waiting for the lock into one transaction.
+//
+// Group commit. Inside a process, appends queue; the first caller leads: it commits the queued
+// appends in one transaction, each under a savepoint when there are several (a failing append
+// is rolled back alone), and wakes their callers.
+//
+// Values travel in libpq's binary format (bytea and int8 as bytes, text as its bytes): no
+// escaping, and a read hands out views into the result's memory.
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <iterator>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "hash_chain.hpp"
+#include "rows.hpp"
 #include "storage.hpp"
+#include "verify.hpp"
 
 namespace factum::detail {
+namespace {
 
-std::shared_ptr<Storage> open_postgres_storage(const std::string& uri, const StoreOptions&) {
-  throw StorageError(StorageError::Kind::other,
-                     "factum: cannot open '" + uri + "': the PostgreSQL backend is not written yet");
+constexpr unsigned kInt8Oid = 20;
+constexpr unsigned kTextOid = 25;
+constexpr unsigned kByteaOid = 17;
+constexpr unsigned kBoolOid = 16;
+constexpr int kFormat = 1;  // binary parameters and results
+constexpr int kStoreFormat = 1;
+constexpr std::size_t kMaxGroup = 64;
+constexpr std::int64_t kVerifyPage = 4096;
+
+std::int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// The URI without its password, for messages.
+std::string redacted(const std::string& uri) {
+  const auto scheme = uri.find("://");
+  const auto at = uri.find('@');
+  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
+  const auto colon = uri.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return uri;
+  return uri.substr(0, colon) + ":***" + uri.substr(at);
+}
+
+std::string first_line(const char* message) {
+  std::string m = message != nullptr ? message : "";
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
+// --- Connections, results, errors ---------------------------------------------------------
+
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(PGresult* r) noexcept : r_(r) {}
+  PgResult(PgResult&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  PgResult& operator=(PgResult&& o) noexcept {
+    if (this != &o) {
+      if (r_ != nullptr) PQclear(r_);
+      r_ = std::exchange(o.r_, nullptr);
+    }
+    return *this;
+  }
+  ~PgResult() {
+    if (r_ != nullptr) PQclear(r_);
+  }
+  PGresult* get() const noexcept { return r_; }
+  int rows() const noexcept { return PQntuples(r_); }
+  bool null(int row, int col) const noexcept { return PQgetisnull(r_, row, col) != 0; }
+  std::span<const std::byte> bytes(int row, int col) const noexcept {
+    return {reinterpret_cast<const std::byte*>(PQgetvalue(r_, row, col)),
+            static_cast<std::size_t>(PQgetlength(r_, row, col))};
+  }
+  std::string_view text(int row, int col) const noexcept {
+    return {PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col))};
+  }
+  // A binary int8 (or int4) column; false when NULL or of another size.
+  bool int64(int row, int col, std::int64_t& out) const noexcept {
+    if (null(row, col)) return false;
+    const auto b = bytes(row, col);
+    if (b.size() != 8 && b.size() != 4) return false;
+    std::uint64_t v = 0;
+    for (std::byte x : b) v = (v << 8) | static_cast<std::uint8_t>(x);
+    out = b.size() == 8 ? static_cast<std::int64_t>(v)
+                        : static_cast<std::int64_t>(static_cast<std::int32_t>(v));
+    return true;
+  }
+  std::int64_t int64_or(int row, int col, std::int64_t fallback) const noexcept {
+    std::int64_t v = fallback;
+    return int64(row, col, v) ? v : fallback;
+  }
+
+ private:
+  PGresult* r_ = nullptr;
+};
+
+StorageError::Kind kind_of(const char* sqlstate, PGconn* conn) {
+  if (conn != nullptr && PQstatus(conn) != CONNECTION_OK) return StorageError::Kind::io;
+  const std::string_view state = sqlstate != nullptr ? sqlstate : "";
+  if (state == "40001" || state == "40P01" || state == "55P03" || state == "57014") {
+    return StorageError::Kind::busy;
+  }
+  if (state == "53100") return StorageError::Kind::full;
+  if (state == "25006") return StorageError::Kind::read_only;
+  if (state.starts_with("08") || state.starts_with("57P")) return StorageError::Kind::io;
+  if (state == "XX001" || state == "XX002") return StorageError::Kind::corrupt;
+  return StorageError::Kind::other;
+}
+
+class PgConn {
+ public:
+  PgConn(const std::string& uri, const StoreOptions& options) : uri_(uri) {
+    conn_ = PQconnectdb(uri.c_str());
+    if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+      const std::string why =
+          first_line(conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory");
+      if (conn_ != nullptr) PQfinish(conn_);
+      throw StorageError(StorageError::Kind::io,
+                         "factum: cannot connect to '" + redacted(uri) + "': " + why);
+    }
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
+    try {
+      configure(options);
+    } catch (...) {
+      PQfinish(conn_);
+      throw;
+    }
+  }
+  ~PgConn() { PQfinish(conn_); }
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  void configure(const StoreOptions& options) {
+    // Durability::normal: a commit returns before its WAL record is flushed (a server crash
+    // may lose the last moments of commits, never the log's consistency); full: flushed.
+    const std::string lock_timeout = std::to_string(options.busy_timeout.count());
+    exec("SET synchronous_commit = " +
+             std::string(options.durability == Durability::full ? "on" : "off") +
+             "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning" +
+             (options.read_only ? "; SET default_transaction_read_only = on" : ""),
+         "configuring the connection");
+  }
+
+  PGconn* get() const noexcept { return conn_; }
+  bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
+  bool in_transaction() const noexcept { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+  const std::string& uri() const noexcept { return uri_; }
+
+  [[noreturn]] void fail(const PGresult* r, std::string_view doing) const {
+    const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const std::string why =
+        first_line(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
+    throw StorageError(kind_of(state, conn_),
+                       "factum: " + std::string(doing) + " in '" + redacted(uri_) + "': " + why +
+                           (state != nullptr ? " (SQLSTATE " + std::string(state) + ")" : ""));
+  }
+
+  // Runs `sql` (one or more statements, no parameters).
+  void exec(const std::string& sql, std::string_view doing) {
+    PgResult r(PQexec(conn_, sql.c_str()));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(r.get(), doing);
+  }
+
+  // Runs a parameterised statement; results in binary (result_format 1) or text (0).
+  PgResult run(const char* sql, int n, const unsigned* types, const char* const* values,
+               const int* lengths, const int* formats, std::string_view doing,
+               int result_format = kFormat) {
+    PgResult r(PQexecParams(conn_, sql, n, types, values, lengths, formats, result_format));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(r.get(), doing);
+    return r;
+  }
+
+  void rollback() noexcept {
+    if (ok() && in_transaction()) PQclear(PQexec(conn_, "ROLLBACK"));
+  }
+
+ private:
+  std::string uri_;
+  PGconn* conn_ = nullptr;
+};
+
+// Binary parameters for one statement. Views: what is added must outlive the call.
+class Params {
+ public:
+  Params& i64(std::int64_t v) {
+    auto& slot = ints_[n_ % ints_.size()];
+    const auto u = static_cast<std::uint64_t>(v);
+    for (int i = 0; i < 8; ++i) slot[i] = static_cast<char>(u >> (56 - 8 * i));
+    return add(kInt8Oid, slot.data(), 8);
+  }
+  Params& text(std::string_view v) { return add(kTextOid, v.data(), v.size()); }
+  Params& bytes(std::span<const std::byte> v) {
+    return add(kByteaOid, reinterpret_cast<const char*>(v.data()), v.size());
+  }
+  Params& bytes(const void* data, std::size_t size) {
+    return add(kByteaOid, static_cast<const char*>(data), size);
+  }
+  Params& id(const EventId& id) { return bytes(id.bytes().data(), id.bytes().size()); }
+  Params& optional_id(const std::optional<EventId>& id) {
+    return id ? this->id(*id) : null(kByteaOid);
+  }
+  Params& null(unsigned type) {
+    types_[n_] = type;
+    values_[n_] = nullptr;
+    lengths_[n_] = 0;
+    formats_[n_] = kFormat;
+    ++n_;
+    return *this;
+  }
+
+  PgResult run(PgConn& c, const char* sql, std::string_view doing) {
+    return c.run(sql, n_, types_.data(), values_.data(), lengths_.data(), formats_.data(), doing);
+  }
+
+ private:
+  Params& add(unsigned type, const char* data, std::size_t size) {
+    types_[n_] = type;
+    // libpq reads a zero-length binary value from a non-null pointer.
+    values_[n_] = data != nullptr ? data : "";
+    lengths_[n_] = static_cast<int>(size);
+    formats_[n_] = kFormat;
+    ++n_;
+    return *this;
+  }
+  static constexpr std::size_t kMax = 16;
+  int n_ = 0;
+  std::array<unsigned, kMax> types_{};
+  std::array<const char*, kMax> values_{};
+  std::array<int, kMax> lengths_{};
+  std::array<int, kMax> formats_{};
+  std::array<std::array<char, 8>, kMax> ints_{};
+};
+
+// --- Schema ---------------------------------------------------------------------------------
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE factum_store (
+  id       integer PRIMARY KEY CHECK (id = 1),
+  format   integer NOT NULL,
+  position bigint NOT NULL,
+  hash     bytea NOT NULL
+);
+INSERT INTO factum_store VALUES (1, 1, 0, decode(repeat('00', 32), 'hex'));
+CREATE TABLE streams (
+  stream_key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  stream_id  text NOT NULL UNIQUE,
+  category   text NOT NULL
+);
+CREATE INDEX streams_by_category ON streams (category);
+CREATE TABLE events (
+  position       bigint PRIMARY KEY,
+  stream_key     bigint NOT NULL,
+  stream_version bigint NOT NULL,
+  event_id       bytea NOT NULL,
+  type           text NOT NULL,
+  schema_version bigint NOT NULL,
+  payload        bytea NOT NULL,
+  correlation_id bytea,
+  causation_id   bytea,
+  compensates    bytea,
+  actor          text,
+  extra          bytea,
+  recorded_at    bigint NOT NULL,
+  hash           bytea NOT NULL
+);
+CREATE UNIQUE INDEX events_by_stream ON events (stream_key, stream_version);
+CREATE UNIQUE INDEX events_by_id ON events (event_id);
+CREATE INDEX events_by_compensates ON events (compensates) WHERE compensates IS NOT NULL;
+CREATE FUNCTION factum_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'factum: % on % refused: events and streams are immutable and permanent',
+    TG_OP, TG_TABLE_NAME;
+END $$;
+CREATE TRIGGER events_are_immutable BEFORE UPDATE OR DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION factum_refuse();
+CREATE TRIGGER events_are_permanent BEFORE TRUNCATE ON events
+  FOR EACH STATEMENT EXECUTE FUNCTION factum_refuse();
+CREATE TRIGGER streams_are_immutable BEFORE UPDATE OR DELETE ON streams
+  FOR EACH ROW EXECUTE FUNCTION factum_refuse();
+CREATE TRIGGER streams_are_permanent BEFORE TRUNCATE ON streams
+  FOR EACH STATEMENT EXECUTE FUNCTION factum_refuse();
+)sql";
+
+// The event columns every read selects (rows.hpp's kEventColumns, for PostgreSQL), then the
+// previous event's hash.
+constexpr const char* kColumns =
+    "e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "
+    "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "
+    "e.recorded_at, e.hash";
+
+std::string select_joined(const char* from_where) {
+  return std::string("SELECT ") + kColumns + ", p.hash " + from_where;
+}
+
+// Checks the schema (creating it when allowed and missing); returns the schema's name.
+std::string prepare_schema(PgConn& c, const StoreOptions& options) {
+  PgResult r = c.run("SELECT current_schema()", 0, nullptr, nullptr, nullptr, nullptr,
+                     "reading the schema", 0);
+  if (r.rows() != 1 || r.null(0, 0)) {
+    throw StorageError(StorageError::Kind::not_a_store,
+                       "factum: '" + redacted(c.uri()) +
+                           "' names no existing schema to keep the log in (create the schema "
+                           "of its search_path first)");
+  }
+  const std::string schema(r.text(0, 0));
+  const auto has_store = [&] {
+    PgResult t = c.run("SELECT to_regclass('factum_store') IS NOT NULL", 0, nullptr, nullptr,
+                       nullptr, nullptr, "looking for the store", 0);
+    return t.text(0, 0) == "t";
+  };
+  if (!has_store()) {
+    if (options.read_only || !options.create_if_missing) {
+      throw StorageError(
+          StorageError::Kind::not_a_store,
+          "factum: schema '" + schema + "' of '" + redacted(c.uri()) + "' holds no factum store");
+    }
+    // One creator at a time: the others wait for the lock, then find the tables.
+    c.exec("BEGIN; SELECT pg_advisory_xact_lock(hashtext('factum:' || current_schema()))",
+           "creating the store");
+    try {
+      if (!has_store()) c.exec(kSchema, "creating the store");
+      c.exec("COMMIT", "creating the store");
+    } catch (...) {
+      c.rollback();
+      throw;
+    }
+  }
+  PgResult f = c.run("SELECT format FROM factum_store WHERE id = 1", 0, nullptr, nullptr, nullptr,
+                     nullptr, "reading the store's format");
+  std::int64_t format = 0;
+  if (f.rows() != 1 || !f.int64(0, 0, format)) {
+    throw StorageError(StorageError::Kind::corrupt,
+                       "factum: the store in schema '" + schema + "' of '" + redacted(c.uri()) +
+                           "' is damaged: its factum_store row is missing");
+  }
+  if (format > kStoreFormat) {
+    throw StorageError(StorageError::Kind::newer_format,
+                       "factum: the store in schema '" + schema + "' has format " +
+                           std::to_string(format) + "; this factum reads up to format " +
+                           std::to_string(kStoreFormat) + ": upgrade factum");
+  }
+  return schema;
+}
+
+// The NOTIFY channel of a store: one per schema, a valid identifier of fixed length.
+std::string channel_of(const std::string& schema) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char ch : schema) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 1099511628211ULL;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "factum_log_";
+  for (int i = 15; i >= 0; --i) out.push_back(kHex[(h >> (4 * i)) & 0xf]);
+  return out;
+}
+
+// --- Rows -------------------------------------------------------------------------------------
+
+enum Col {
+  kPosition,
+  kStreamId,
+  kStreamVersion,
+  kEventId,
+  kType,
+  kSchemaVersion,
+  kPayload,
+  kCorrelation,
+  kCausation,
+  kCompensates,
+  kActor,
+  kExtra,
+  kRecordedAt,
+  kHash,
+  kPreviousHash
+};
+
+bool read_id(const PgResult& r, int row, int col, std::optional<EventId>& out) {
+  if (r.null(row, col)) {
+    out.reset();
+    return true;
+  }
+  const auto b = r.bytes(row, col);
+  if (b.size() != 16) return false;
+  EventId::Bytes bytes{};
+  std::memcpy(bytes.data(), b.data(), bytes.size());
+  out = EventId(bytes);
+  return true;
+}
+
+// Points `out` at row `row` of `r` (kColumns, then the previous hash): nullptr when the row is
+// well formed, else what is wrong with it.
+const char* decode(const PgResult& r, int row, EventView& out) {
+  std::int64_t v = 0;
+  if (!r.int64(row, kPosition, v) || v < 1) return "its position is not a positive integer";
+  out.position = static_cast<Position>(v);
+  if (r.null(row, kStreamId)) return "its stream id is missing";
+  out.stream_id = r.text(row, kStreamId);
+  if (!r.int64(row, kStreamVersion, v) || v < 1) {
+    return "its stream version is not a positive integer";
+  }
+  out.stream_version = static_cast<StreamVersion>(v);
+  std::optional<EventId> id;
+  if (!read_id(r, row, kEventId, id) || !id) return "its event id is not 16 bytes";
+  out.id = *id;
+  out.type = r.text(row, kType);
+  if (!r.int64(row, kSchemaVersion, v) || v < 0 || v > UINT32_MAX) {
+    return "its schema version is not a 32-bit unsigned integer";
+  }
+  out.schema_version = static_cast<std::uint32_t>(v);
+  out.payload = r.bytes(row, kPayload);
+  if (!read_id(r, row, kCorrelation, out.correlation_id) ||
+      !read_id(r, row, kCausation, out.causation_id) ||
+      !read_id(r, row, kCompensates, out.compensates)) {
+    return "a metadata event id is not 16 bytes";
+  }
+  out.actor = r.null(row, kActor) ? std::string_view() : r.text(row, kActor);
+  out.encoded_values = {};
+  if (!r.null(row, kExtra)) {
+    out.encoded_values = r.bytes(row, kExtra);
+    if (!walk_values(out.encoded_values, [](std::string_view, std::string_view) {})) {
+      return "its metadata key/values are malformed";
+    }
+  }
+  if (!r.int64(row, kRecordedAt, v)) return "its recorded-at time is not an integer";
+  out.recorded_at = Timestamp(std::chrono::microseconds(v));
+  const auto hash = r.bytes(row, kHash);
+  if (r.null(row, kHash) || hash.size() != out.hash.size()) return "its hash is not 32 bytes";
+  std::memcpy(out.hash.data(), hash.data(), out.hash.size());
+  const auto previous = r.bytes(row, kPreviousHash);
+  if (out.position != 1 && !r.null(row, kPreviousHash) &&
+      previous.size() == out.previous_hash.size()) {
+    std::memcpy(out.previous_hash.data(), previous.data(), out.previous_hash.size());
+  } else {
+    out.previous_hash = Hash{};
+  }
+  return nullptr;
+}
+
+void read_view(const PgResult& r, int row, EventView& out) {
+  if (const char* problem = decode(r, row, out)) {
+    std::int64_t at = 0;
+    r.int64(row, kPosition, at);
+    if (at < 1) {
+      throw CorruptEventError(0, "the row at position " + std::to_string(at) +
+                                     " lies outside the chain (" + problem + ")");
+    }
+    throw CorruptEventError(static_cast<Position>(at), problem);
+  }
+}
+
+Hash hash_of(std::span<const std::byte> bytes, Position position) {
+  Hash h{};
+  if (bytes.size() != h.size()) throw CorruptEventError(position, "its hash is not 32 bytes");
+  std::memcpy(h.data(), bytes.data(), h.size());
+  return h;
+}
+
+// --- Sql over libpq ---------------------------------------------------------------------------
+
+// Sql's "?1, ?2, ..." (and bare "?") as PostgreSQL's "$1, $2, ...", outside quotes; `count`
+// gets the highest parameter number.
+std::string dollar_params(std::string_view sql, int& count) {
+  std::string out;
+  out.reserve(sql.size() + 8);
+  char quote = 0;
+  int next = 1;
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    const char ch = sql[i];
+    if (quote != 0) {
+      if (ch == quote) quote = 0;
+      out.push_back(ch);
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      out.push_back(ch);
+    } else if (ch == '?') {
+      std::size_t j = i + 1;
+      while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') ++j;
+      if (j > i + 1) {
+        out += "$" + std::string(sql.substr(i + 1, j - i - 1));
+        next = std::max(next, std::stoi(std::string(sql.substr(i + 1, j - i - 1))) + 1);
+      } else {
+        out += "$" + std::to_string(next++);
+      }
+      i = j - 1;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  count = next - 1;
+  return out;
+}
+
+class PgRow final : public SqlRow {
+ public:
+  PgRow(const PgConn& conn, const PgResult& r, int row) : conn_(conn), r_(r), row_(row) {}
+  int size() const override { return PQnfields(r_.get()); }
+  bool is_null(int column) const override {
+    check(column);
+    return r_.null(row_, column);
+  }
+  std::int64_t integer(int column) const override {
+    check(column);
+    if (r_.null(row_, column)) return 0;
+    const std::string_view t = r_.text(row_, column);
+    if (PQftype(r_.get(), column) == kBoolOid) return t == "t" ? 1 : 0;
+    std::int64_t v = 0;
+    const std::string s(t);
+    char* end = nullptr;
+    errno = 0;
+    v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno != 0) wrong(column, "an integer");
+    return v;
+  }
+  double real(int column) const override {
+    check(column);
+    if (r_.null(row_, column)) return 0;
+    const std::string s(r_.text(row_, column));
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') wrong(column, "a number");
+    return v;
+  }
+  std::string text(int column) const override {
+    check(column);
+    return std::string(r_.text(row_, column));
+  }
+  Bytes blob(int column) const override {
+    check(column);
+    if (r_.null(row_, column)) return {};
+    if (PQftype(r_.get(), column) != kByteaOid) {
+      const auto t = r_.text(row_, column);
+      const auto* p = reinterpret_cast<const std::byte*>(t.data());
+      return Bytes(p, p + t.size());
+    }
+    std::size_t n = 0;
+    unsigned char* raw = PQunescapeBytea(
+        reinterpret_cast<const unsigned char*>(PQgetvalue(r_.get(), row_, column)), &n);
+    if (raw == nullptr) throw std::bad_alloc();
+    const auto* p = reinterpret_cast<const std::byte*>(raw);
+    Bytes out(p, p + n);
+    PQfreemem(raw);
+    return out;
+  }
+
+ private:
+  void check(int column) const {
+    if (column < 0 || column >= size()) {
+      throw StorageError(StorageError::Kind::other, "factum: column " + std::to_string(column) +
+                                                        " is out of range (the row has " +
+                                                        std::to_string(size()) + ")");
+    }
+  }
+  [[noreturn]] void wrong(int column, const char* what) const {
+    throw StorageError(StorageError::Kind::other, "factum: column " + std::to_string(column) +
+                                                      " ('" + std::string(r_.text(row_, column)) +
+                                                      "') is not " + what + " in '" +
+                                                      redacted(conn_.uri()) + "'");
+  }
+  const PgConn& conn_;
+  const PgResult& r_;
+  int row_;
+};
+
+class PgSql final : public Sql {
+ public:
+  explicit PgSql(PgConn& conn) : conn_(conn) {}
+
+  SqlDialect dialect() const noexcept override { return SqlDialect::postgres; }
+
+  std::int64_t execute(std::string_view sql, std::span<const SqlValue> params) override {
+    PgResult r = run(sql, params);
+    const char* n = PQcmdTuples(r.get());
+    return n != nullptr && *n != '\0' ? std::atoll(n) : 0;
+  }
+
+  void query(std::string_view sql, std::span<const SqlValue> params,
+             const std::function<void(const SqlRow&)>& on_row) override {
+    PgResult r = run(sql, params);
+    for (int i = 0; i < r.rows(); ++i) on_row(PgRow(conn_, r, i));
+  }
+
+ private:
+  // Text results (any column type reads as text, integer or real); bytea parameters travel
+  // in binary, the others as text typed by the statement.
+  PgResult run(std::string_view sql, std::span<const SqlValue> params) {
+    int wanted = 0;
+    const std::string text = dollar_params(sql, wanted);
+    if (static_cast<std::size_t>(wanted) != params.size()) {
+      throw InvalidArgument("factum: the SQL statement '" + std::string(sql) + "' takes " +
+                            std::to_string(wanted) + " parameter(s) but " +
+                            std::to_string(params.size()) + " value(s) were given");
+    }
+    std::vector<std::string> held(params.size());
+    std::vector<const char*> values(params.size());
+    std::vector<int> lengths(params.size());
+    std::vector<int> formats(params.size());
+    std::vector<unsigned> types(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const SqlValue& v = params[i];
+      if (std::holds_alternative<std::nullptr_t>(v)) {
+        values[i] = nullptr;
+      } else if (const auto* n = std::get_if<std::int64_t>(&v)) {
+        held[i] = std::to_string(*n);
+      } else if (const auto* d = std::get_if<double>(&v)) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", *d);
+        held[i] = buf;
+      } else if (const auto* s = std::get_if<std::string>(&v)) {
+        held[i] = *s;
+      } else {
+        const Bytes& b = std::get<Bytes>(v);
+        held[i].assign(reinterpret_cast<const char*>(b.data()), b.size());
+        formats[i] = 1;
+        types[i] = kByteaOid;
+      }
+      if (!std::holds_alternative<std::nullptr_t>(v)) {
+        values[i] = held[i].c_str();
+        lengths[i] = static_cast<int>(held[i].size());
+      }
+    }
+    return conn_.run(text.c_str(), static_cast<int>(params.size()), types.data(), values.data(),
+                     lengths.data(), formats.data(), "running SQL", 0);
+  }
+
+  PgConn& conn_;
+};
+
+// --- Connection pool --------------------------------------------------------------------------
+
+class PgPool {
+ public:
+  PgPool(std::string uri, StoreOptions options)
+      : uri_(std::move(uri)), options_(std::move(options)) {}
+
+  class Lease {
+   public:
+    Lease(PgPool& pool, std::unique_ptr<PgConn> conn) : pool_(pool), conn_(std::move(conn)) {}
+    ~Lease() { pool_.release(std::move(conn_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    PgConn& operator*() const noexcept { return *conn_; }
+    PgConn* operator->() const noexcept { return conn_.get(); }
+
+   private:
+    PgPool& pool_;
+    std::unique_ptr<PgConn> conn_;
+  };
+
+  Lease acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        auto conn = std::move(idle_.back());
+        idle_.pop_back();
+        return Lease(*this, std::move(conn));
+      }
+    }
+    return Lease(*this, std::make_unique<PgConn>(uri_, options_));
+  }
+
+ private:
+  void release(std::unique_ptr<PgConn> conn) noexcept {
+    if (!conn) return;
+    conn->rollback();
+    if (!conn->ok() || conn->in_transaction()) return;  // a broken connection is dropped
+    std::lock_guard lock(mu_);
+    try {
+      if (idle_.size() < 16) idle_.push_back(std::move(conn));
+    } catch (...) {
+    }
+  }
+
+  std::string uri_;
+  StoreOptions options_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<PgConn>> idle_;
+};
+
+// --- Reads ------------------------------------------------------------------------------------
+
+std::int64_t lower_bound(const PageQuery& query) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  const bool by_position =
+      query.kind == PageQuery::Kind::all || query.kind == PageQuery::Kind::category;
+  if (by_position && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
+}
+
+const std::string& page_sql(PageQuery::Kind kind) {
+  static const std::string all = std::string("SELECT ") + kColumns +
+                                 ", NULL::bytea FROM events e LEFT JOIN streams s ON "
+                                 "s.stream_key = e.stream_key WHERE e.position >= $1 "
+                                 "ORDER BY e.position LIMIT $2";
+  static const std::string forward = select_joined(
+      "FROM streams s JOIN events e ON e.stream_key = s.stream_key LEFT JOIN events p ON "
+      "p.position = e.position - 1 WHERE s.stream_id = $1 AND e.stream_version >= $2 "
+      "ORDER BY e.stream_version LIMIT $3");
+  static const std::string backward = select_joined(
+      "FROM streams s JOIN events e ON e.stream_key = s.stream_key LEFT JOIN events p ON "
+      "p.position = e.position - 1 WHERE s.stream_id = $1 AND e.stream_version <= $2 "
+      "ORDER BY e.stream_version DESC LIMIT $3");
+  static const std::string category = select_joined(
+      "FROM events e JOIN streams s ON s.stream_key = e.stream_key LEFT JOIN events p ON "
+      "p.position = e.position - 1 WHERE s.category = $1 AND e.position >= $2 "
+      "ORDER BY e.position LIMIT $3");
+  switch (kind) {
+    case PageQuery::Kind::all:
+      return all;
+    case PageQuery::Kind::stream_forward:
+      return forward;
+    case PageQuery::Kind::stream_backward:
+      return backward;
+    case PageQuery::Kind::category:
+      return category;
+  }
+  return all;
+}
+
+// One page of `query`'s rows (one statement: one snapshot).
+PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit) {
+  Params p;
+  if (query.kind != PageQuery::Kind::all) p.text(query.key);
+  p.i64(lower_bound(query));
+  p.i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
+  return p.run(c, page_sql(query.kind).c_str(), "reading events");
+}
+
+// Steps the rows of a page as views, carrying the previous hash along a read of the whole log.
+template <class OnRow>
+PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& on_row) {
+  const PgResult r = select_page(c, query, limit);
+  const bool carrying = query.kind == PageQuery::Kind::all;
+  Position carried = query.carried_position;
+  Hash carried_hash = query.carried_hash;
+  PageEnd end;
+  EventView v;
+  for (int i = 0; i < r.rows() && end.rows < limit; ++i) {
+    read_view(r, i, v);
+    if (carrying) {
+      if (v.position == 1) {
+        v.previous_hash = Hash{};
+      } else if (carried != 0 && carried == v.position - 1) {
+        v.previous_hash = carried_hash;
+      } else {
+        PgResult h = Params()
+                         .i64(static_cast<std::int64_t>(v.position - 1))
+                         .run(c, "SELECT hash FROM events WHERE position = $1",
+                              "reading the previous event's hash");
+        v.previous_hash = Hash{};
+        if (h.rows() == 1 && h.bytes(0, 0).size() == v.previous_hash.size()) {
+          std::memcpy(v.previous_hash.data(), h.bytes(0, 0).data(), v.previous_hash.size());
+        }
+      }
+      carried = v.position;
+      carried_hash = v.hash;
+    }
+    ++end.rows;
+    end.last_position = v.position;
+    end.last_version = v.stream_version;
+    end.last_hash = v.hash;
+    if (!on_row(v)) {
+      end.stopped = true;
+      break;
+    }
+  }
+  return end;
+}
+
+void read_events(const PgResult& r, std::vector<RecordedEvent>& out) {
+  EventView v;
+  for (int i = 0; i < r.rows(); ++i) {
+    read_view(r, i, v);
+    assign(out.emplace_back(), v);
+  }
+}
+
+// --- Writes -----------------------------------------------------------------------------------
+
+struct Tail {
+  Position position = 0;
+  Hash hash{};
+};
+
+struct Pending {
+  std::span<const AppendView> appends;
+  AppendSink* sink = nullptr;
+  const AppendHook* hook = nullptr;
+  const std::function<void(Sql&)>* custom = nullptr;  // a write_sql
+  std::vector<AppendResult> results;
+  std::exception_ptr error;
+  std::vector<std::function<void(AppendOutcome)>> notices;
+  bool done = false;
+};
+
+bool same_optional_id(const PgResult& r, int row, int col, const std::optional<EventId>& want) {
+  if (r.null(row, col)) return !want;
+  const auto b = r.bytes(row, col);
+  return want && b.size() == 16 && std::memcmp(b.data(), want->bytes().data(), 16) == 0;
+}
+
+bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+class PgWriter {
+ public:
+  PgWriter(std::string uri, StoreOptions options, std::string channel)
+      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {}
+
+  std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
+                                  const AppendHook* hook) {
+    Pending self;
+    self.appends = appends;
+    self.sink = &sink;
+    self.hook = hook;
+    enqueue(self);
+    return std::move(self.results);
+  }
+
+  void write_sql(const std::function<void(Sql&)>& fn) {
+    Pending self;
+    self.custom = &fn;
+    enqueue(self);
+  }
+
+ private:
+  class HookTransaction;
+
+  // The first caller without a leader leads: it takes the queue's front (a write_sql alone, or
+  // up to kMaxGroup appends), commits it, and wakes the callers it served.
+  void enqueue(Pending& self) {
+    std::unique_lock lock(mu_);
+    queue_.push_back(&self);
+    while (!self.done) {
+      if (leading_) {
+        cv_.wait(lock);
+        continue;
+      }
+      leading_ = true;
+      std::vector<Pending*> group;
+      if (queue_.front()->custom != nullptr) {
+        group.push_back(queue_.front());
+        queue_.pop_front();
+      } else {
+        while (!queue_.empty() && queue_.front()->custom == nullptr && group.size() < kMaxGroup) {
+          group.push_back(queue_.front());
+          queue_.pop_front();
+        }
+      }
+      lock.unlock();
+      if (group.front()->custom != nullptr) {
+        run_custom(*group.front());
+      } else {
+        commit_group(group);
+      }
+      lock.lock();
+      for (Pending* p : group) p->done = true;
+      leading_ = false;
+      cv_.notify_all();
+    }
+    if (self.error) std::rethrow_exception(self.error);
+  }
+
+  PgConn& conn() {
+    if (!conn_ || !conn_->ok()) {
+      conn_.reset();
+      conn_ = std::make_unique<PgConn>(uri_, options_);
+    }
+    return *conn_;
+  }
+
+  Tail lock_head(PgConn& c) {
+    PgResult r = Params().run(c, "SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE",
+                              "locking the log's head");
+    std::int64_t position = 0;
+    if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
+      throw StorageError(StorageError::Kind::corrupt,
+                         "factum: the store of '" + redacted(uri_) +
+                             "' is damaged: its factum_store row is missing or malformed");
+    }
+    return {static_cast<Position>(position),
+            hash_of(r.bytes(0, 1), static_cast<Position>(position))};
+  }
+
+  void run_custom(Pending& p) noexcept {
+    try {
+      PgConn& c = conn();
+      c.exec("BEGIN", "starting a transaction");
+      try {
+        lock_head(c);  // serialised with the appends of every process
+        PgSql sql(c);
+        (*p.custom)(sql);
+        // Events written through SQL (an import) move the head row too, and wake listeners.
+        Params().text(channel_).run(
+            c,
+            "WITH h AS (SELECT position, hash FROM events ORDER BY position DESC LIMIT 1), "
+            "u AS (UPDATE factum_store s SET position = h.position, hash = h.hash FROM h "
+            "WHERE s.id = 1 AND h.position > s.position RETURNING s.position) "
+            "SELECT pg_notify($1, position::text) FROM u",
+            "moving the log's head");
+        c.exec("COMMIT", "committing");
+      } catch (...) {
+        c.rollback();
+        throw;
+      }
+    } catch (...) {
+      p.error = std::current_exception();
+    }
+  }
+
+  static void notify(Pending& p, AppendOutcome outcome) noexcept {
+    for (auto& notice : p.notices) {
+      try {
+        notice(outcome);
+      } catch (...) {
+        // Documented: a notice must not throw; what it throws is ignored.
+      }
+    }
+    p.notices.clear();
+  }
+
+  static void reset(Pending& p) noexcept {
+    p.results.clear();
+    if (p.sink == nullptr) return;
+    if (p.sink->events != nullptr) p.sink->events->clear();
+    p.sink->first_written = p.sink->last_written = 0;
+  }
+
+  static void fail(Pending& p, std::exception_ptr error) noexcept {
+    reset(p);
+    p.error = std::move(error);
+    notify(p, AppendOutcome::rolled_back);
+  }
+
+  void commit_group(std::span<Pending* const> group) noexcept {
+    const bool savepoints = group.size() > 1;
+    const std::int64_t now = now_us();
+    try {
+      PgConn& c = conn();
+      c.exec("BEGIN", "starting an append");
+      try {
+        Tail tail = lock_head(c);
+        const Position start = tail.position;
+        for (Pending* p : group) {
+          const Tail before = tail;
+          if (savepoints) c.exec("SAVEPOINT factum_append", "appending");
+          try {
+            apply(c, *p, tail, now);
+            if (savepoints) c.exec("RELEASE SAVEPOINT factum_append", "appending");
+          } catch (...) {
+            fail(*p, std::current_exception());
+            tail = before;
+            if (!c.ok() || !savepoints) throw;
+            c.exec("ROLLBACK TO SAVEPOINT factum_append; RELEASE SAVEPOINT factum_append",
+                   "undoing a failed append");
+          }
+        }
+        if (tail.position != start) {
+          Params()
+              .i64(static_cast<std::int64_t>(tail.position))
+              .bytes(tail.hash.data(), tail.hash.size())
+              .text(channel_)
+              .run(c,
+                   "WITH h AS (UPDATE factum_store SET position = $1, hash = $2 WHERE id = 1) "
+                   "SELECT pg_notify($3, $1::text)",
+                   "moving the log's head");
+        }
+        PgResult r(PQexec(c.get(), "COMMIT"));
+        if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+          if (!c.ok()) {
+            throw StorageError(StorageError::Kind::io,
+                               "factum: the connection to '" + redacted(uri_) +
+                                   "' broke during COMMIT: the append's outcome is unknown; "
+                                   "retry the same batch (retries are idempotent)");
+          }
+          c.fail(r.get(), "committing appends");
+        }
+      } catch (...) {
+        c.rollback();
+        throw;
+      }
+    } catch (...) {
+      for (Pending* p : group) {
+        if (!p->error) fail(*p, std::current_exception());
+      }
+      return;
+    }
+    for (Pending* p : group) {
+      if (!p->error) notify(*p, AppendOutcome::committed);
+    }
+  }
+
+  void apply(PgConn& c, Pending& p, Tail& tail, std::int64_t now) {
+    p.results.clear();
+    p.results.reserve(p.appends.size());
+    const Position start = tail.position;
+    for (const AppendView& a : p.appends) {
+      if (p.hook == nullptr) {
+        p.results.push_back(apply_one(c, a, tail, now, p.sink->events));
+      } else {
+        std::vector<RecordedEvent> events;
+        p.results.push_back(apply_one(c, a, tail, now, &events));
+        run_hook(c, p, events);
+      }
+    }
+    if (tail.position > start) {
+      p.sink->first_written = start + 1;
+      p.sink->last_written = tail.position;
+    }
+  }
+
+  void run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& events);
+
+  AppendResult apply_one(PgConn& c, const AppendView& a, Tail& tail, std::int64_t now,
+                         std::vector<RecordedEvent>* committed) {
+    std::optional<std::int64_t> key;
+    StreamVersion current = 0;
+    {
+      PgResult r = Params().text(a.stream).run(
+          c,
+          "SELECT s.stream_key, (SELECT max(stream_version) FROM events e "
+          "WHERE e.stream_key = s.stream_key) FROM streams s WHERE s.stream_id = $1",
+          "looking up a stream");
+      if (r.rows() == 1) {
+        key = r.int64_or(0, 0, 0);
+        current = static_cast<StreamVersion>(r.int64_or(0, 1, 0));
+      }
+    }
+    if (auto retry = find_retry(c, a, key)) return *retry;
+    if (!a.expected.matches(current)) {
+      for (const EventData& e : a.events.subspan(1)) {
+        if (stored_in(c, e.id)) throw_duplicate(c, e.id, a.stream);
+      }
+      throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
+    }
+    if (!key) {
+      PgResult r = Params()
+                       .text(a.stream)
+                       .text(category_of(a.stream))
+                       .run(c,
+                            "INSERT INTO streams (stream_id, category) VALUES ($1, $2) "
+                            "RETURNING stream_key",
+                            "creating a stream");
+      key = r.int64_or(0, 0, 0);
+    }
+    AppendResult result;
+    result.first_position = tail.position + 1;
+    StreamVersion version = current;
+    if (committed != nullptr && committed->empty()) committed->reserve(a.events.size());
+    std::string extra;
+    for (const EventData& e : a.events) {
+      check_compensates(c, e, *key, a.stream);
+      EventFields f;
+      f.position = tail.position + 1;
+      f.stream_id = a.stream;
+      f.stream_version = ++version;
+      f.id = &e.id;
+      f.type = e.type;
+      f.schema_version = e.schema_version;
+      f.payload = e.payload;
+      f.metadata = &e.metadata;
+      f.recorded_at_us = now;
+      const Hash hash = hasher_(tail.hash, f);
+      const Metadata& m = e.metadata;
+      Params params;
+      params.i64(static_cast<std::int64_t>(f.position))
+          .i64(*key)
+          .i64(static_cast<std::int64_t>(f.stream_version))
+          .id(e.id)
+          .text(e.type)
+          .i64(e.schema_version)
+          .bytes(e.payload)
+          .optional_id(m.correlation_id)
+          .optional_id(m.causation_id)
+          .optional_id(m.compensates);
+      if (m.actor.empty()) {
+        params.null(kTextOid);
+      } else {
+        params.text(m.actor);
+      }
+      if (m.values.empty()) {
+        params.null(kByteaOid);
+      } else {
+        extra = encode_values(m.values);
+        params.bytes(extra.data(), extra.size());
+      }
+      params.i64(now).bytes(hash.data(), hash.size());
+      // An id stored in another stream does not raise (which would abort the transaction):
+      // the insert returns no row, and the duplicate is reported.
+      PgResult r = params.run(c,
+                              "INSERT INTO events (position, stream_key, stream_version, "
+                              "event_id, type, schema_version, payload, correlation_id, "
+                              "causation_id, compensates, actor, extra, recorded_at, hash) "
+                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+                              "$14) ON CONFLICT (event_id) DO NOTHING RETURNING position",
+                              "appending an event");
+      if (r.rows() != 1) throw_duplicate(c, e.id, a.stream);
+      if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
+      tail = {f.position, hash};
+    }
+    result.stream_version = version;
+    result.last_position = tail.position;
+    return result;
+  }
+
+  // A batch whose first id is stored already is either a retry (all ids stored contiguously,
+  // in order, in this stream, with the same content: the first try's result) or a duplicate.
+  std::optional<AppendResult> find_retry(PgConn& c, const AppendView& a,
+                                         std::optional<std::int64_t> key) {
+    const EventData& first = a.events.front();
+    PgResult r = Params().id(first.id).run(
+        c,
+        "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
+        "JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = $1",
+        "looking up an event id");
+    if (r.rows() == 0) return std::nullopt;
+    if (!key || r.int64_or(0, 1, 0) != *key) {
+      throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
+                                "is stored already in stream '" + std::string(r.text(0, 3)) + "'");
+    }
+    const auto first_position = static_cast<Position>(r.int64_or(0, 0, 0));
+    const auto first_version = static_cast<StreamVersion>(r.int64_or(0, 2, 0));
+    PgResult rows =
+        Params()
+            .i64(*key)
+            .i64(static_cast<std::int64_t>(first_version))
+            .i64(static_cast<std::int64_t>(a.events.size()))
+            .run(c,
+                 "SELECT event_id, position, type, schema_version, payload, correlation_id, "
+                 "causation_id, compensates, actor, extra FROM events WHERE stream_key = $1 "
+                 "AND stream_version >= $2 ORDER BY stream_version LIMIT $3",
+                 "checking a retried batch");
+    AppendResult result{first_version, first_position, first_position};
+    std::size_t matched = 0;
+    std::string extra;
+    for (int i = 0; i < rows.rows() && matched < a.events.size(); ++i) {
+      const EventData& want = a.events[matched];
+      const auto id = rows.bytes(i, 0);
+      if (id.size() != 16 || std::memcmp(id.data(), want.id.bytes().data(), 16) != 0) break;
+      const Metadata& m = want.metadata;
+      extra = m.values.empty() ? std::string() : encode_values(m.values);
+      const auto extra_bytes = std::span<const std::byte>(
+          reinterpret_cast<const std::byte*>(extra.data()), extra.size());
+      const bool same =
+          rows.text(i, 2) == want.type &&
+          rows.int64_or(i, 3, -1) == std::int64_t{want.schema_version} &&
+          same_bytes(rows.bytes(i, 4), want.payload) &&
+          same_optional_id(rows, i, 5, m.correlation_id) &&
+          same_optional_id(rows, i, 6, m.causation_id) &&
+          same_optional_id(rows, i, 7, m.compensates) && rows.text(i, 8) == m.actor &&
+          (m.values.empty() ? rows.null(i, 9) : same_bytes(rows.bytes(i, 9), extra_bytes));
+      if (!same) {
+        throw DuplicateEventError(want.id.to_string(), std::string(a.stream),
+                                  "is stored already with other content (type, schema version, "
+                                  "payload or metadata differ): a retry must repeat the same "
+                                  "events, and a new event needs a new id");
+      }
+      result.stream_version = first_version + matched;
+      result.last_position = static_cast<Position>(rows.int64_or(i, 1, 0));
+      ++matched;
+    }
+    if (matched != a.events.size()) {
+      throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
+                                "is stored already, but the batch only partly matches the events "
+                                "stored with it (a retry must repeat the whole batch)");
+    }
+    return result;
+  }
+
+  // The stream the event `id` is stored in, if it is.
+  std::optional<std::string> stored_in(PgConn& c, const EventId& id) {
+    PgResult r = Params().id(id).run(c,
+                                     "SELECT s.stream_id FROM events e JOIN streams s ON "
+                                     "s.stream_key = e.stream_key WHERE e.event_id = $1",
+                                     "looking up an event id");
+    if (r.rows() == 0) return std::nullopt;
+    return std::string(r.text(0, 0));
+  }
+
+  [[noreturn]] void throw_duplicate(PgConn& c, const EventId& id, std::string_view stream) {
+    const auto where = stored_in(c, id);
+    throw DuplicateEventError(id.to_string(), std::string(stream),
+                              "is stored already" + (where ? " in stream '" + *where + "'" : ""));
+  }
+
+  void check_compensates(PgConn& c, const EventData& e, std::int64_t key, std::string_view stream) {
+    if (!e.metadata.compensates) return;
+    PgResult r = Params()
+                     .id(*e.metadata.compensates)
+                     .run(c, "SELECT stream_key FROM events WHERE event_id = $1",
+                          "looking up a compensated event");
+    if (r.rows() == 1 && r.int64_or(0, 0, 0) == key) return;
+    throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" +
+                          std::string(stream) + "' compensates " +
+                          e.metadata.compensates->to_string() +
+                          ", which is not an event of that stream");
+  }
+
+  std::string uri_;
+  StoreOptions options_;
+  std::string channel_;
+  std::unique_ptr<PgConn> conn_;  // the leader's (one leader at a time)
+  ChainHasher hasher_;            // the leader's
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending*> queue_;
+  bool leading_ = false;
+};
+
+// What an on_appending slot sees: the writer's connection, mid-transaction.
+class PgWriter::HookTransaction final : public AppendTransaction {
+ public:
+  HookTransaction(PgConn& conn, Pending& pending, std::span<const RecordedEvent> events)
+      : conn_(conn), pending_(pending), events_(events), sql_(conn) {}
+  std::span<const RecordedEvent> events() const override { return events_; }
+  Sql& sql() override { return sql_; }
+  std::vector<RecordedEvent> read_log(Position from, std::size_t limit) override {
+    std::vector<RecordedEvent> out;
+    const Position before = events_.front().position;
+    if (from >= before || limit == 0) return out;
+    PgResult r = Params()
+                     .i64(static_cast<std::int64_t>(from))
+                     .i64(static_cast<std::int64_t>(before))
+                     .i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)))
+                     .run(conn_,
+                          select_joined("FROM events e JOIN streams s ON s.stream_key = "
+                                        "e.stream_key LEFT JOIN events p ON p.position = "
+                                        "e.position - 1 WHERE e.position >= $1 AND e.position "
+                                        "< $2 ORDER BY e.position LIMIT $3")
+                              .c_str(),
+                          "reading the log inside an append");
+    read_events(r, out);
+    return out;
+  }
+  void on_outcome(std::function<void(AppendOutcome)> notice) override {
+    pending_.notices.push_back(std::move(notice));
+  }
+
+ private:
+  PgConn& conn_;
+  Pending& pending_;
+  std::span<const RecordedEvent> events_;
+  PgSql sql_;
+};
+
+void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& events) {
+  if (events.empty()) return;  // a retry: nothing written
+  HookTransaction tx(c, p, events);
+  (*p.hook)(tx);
+  if (p.sink->events != nullptr) {
+    std::move(events.begin(), events.end(), std::back_inserter(*p.sink->events));
+  }
+}
+
+// --- Watching ---------------------------------------------------------------------------------
+
+// LISTENs on the store's channel: every append commit NOTIFYs it. A broken connection is
+// reopened, and reported as a change (commits may have been missed meanwhile).
+class NotifyWatcher final : public LogWatcher {
+ public:
+  NotifyWatcher(std::string uri, StoreOptions options, std::string channel)
+      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {
+    listen();
+  }
+
+  bool changed() override {
+    if (!conn_ || !conn_->ok()) {
+      listen();
+      return armed_;
+    }
+    bool seen = false;
+    if (PQconsumeInput(conn_->get()) == 0) {
+      conn_.reset();
+      listen();
+      seen = true;
+    } else {
+      while (PGnotify* n = PQnotifies(conn_->get())) {
+        seen = true;
+        PQfreemem(n);
+      }
+    }
+    const bool answer = armed_ && seen;
+    armed_ = true;
+    return answer;
+  }
+
+ private:
+  void listen() {
+    conn_ = std::make_unique<PgConn>(uri_, options_);
+    conn_->exec("LISTEN " + channel_, "listening for appends");
+  }
+
+  std::string uri_;
+  StoreOptions options_;
+  std::string channel_;
+  std::unique_ptr<PgConn> conn_;
+  bool armed_ = false;
+};
+
+// --- The storage ------------------------------------------------------------------------------
+
+class PostgresStorage final : public Storage {
+ public:
+  PostgresStorage(const std::string& uri, const StoreOptions& options)
+      : uri_(uri), options_(options), readers_(uri, options) {
+    auto c = readers_.acquire();
+    channel_ = channel_of(prepare_schema(*c, options));
+    if (!options.read_only) writer_ = std::make_unique<PgWriter>(uri, options, channel_);
+  }
+
+  std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
+                                   const AppendHook* hook) override {
+    return writer("append to")->write(appends, sink, hook);
+  }
+
+  void read_page(const PageQuery& query, std::size_t limit,
+                 std::vector<RecordedEvent>& page) override {
+    auto c = readers_.acquire();
+    std::size_t n = 0;
+    try {
+      walk_page(*c, query, limit, [&](const EventView& v) {
+        if (n == page.size()) page.emplace_back();
+        assign(page[n++], v);
+        return true;
+      });
+    } catch (...) {
+      page.clear();
+      throw;
+    }
+    page.resize(n);
+  }
+
+  PageEnd visit_page(const PageQuery& query, std::size_t limit, const ViewVisitor& visit) override {
+    auto c = readers_.acquire();
+    return walk_page(*c, query, limit, visit);
+  }
+
+  StreamVersion stream_version(std::string_view stream) override {
+    auto c = readers_.acquire();
+    PgResult r = Params().text(stream).run(
+        *c,
+        "SELECT max(e.stream_version) FROM streams s JOIN events e ON e.stream_key = "
+        "s.stream_key WHERE s.stream_id = $1",
+        "reading a stream's version");
+    return static_cast<StreamVersion>(r.rows() == 1 ? r.int64_or(0, 0, 0) : 0);
+  }
+
+  Head head() override {
+    auto c = readers_.acquire();
+    PgResult r =
+        Params().run(*c, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1",
+                     "reading the log's head");
+    if (r.rows() == 0) return Head{};
+    const auto position = static_cast<Position>(r.int64_or(0, 0, 0));
+    return head_of(position, r.bytes(0, 1));
+  }
+
+  std::optional<RecordedEvent> read_event(const EventId& id) override {
+    auto c = readers_.acquire();
+    PgResult r = Params().id(id).run(
+        *c,
+        select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
+                      "LEFT JOIN events p ON p.position = e.position - 1 WHERE e.event_id = $1")
+            .c_str(),
+        "reading an event");
+    std::vector<RecordedEvent> out;
+    read_events(r, out);
+    if (out.empty()) return std::nullopt;
+    return std::move(out.front());
+  }
+
+  std::vector<RecordedEvent> compensations_of(const EventId& id) override {
+    auto c = readers_.acquire();
+    PgResult r = Params().id(id).run(
+        *c,
+        select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
+                      "LEFT JOIN events p ON p.position = e.position - 1 "
+                      "WHERE e.compensates = $1 ORDER BY e.position")
+            .c_str(),
+        "reading compensations");
+    std::vector<RecordedEvent> out;
+    read_events(r, out);
+    return out;
+  }
+
+  VerifyResult verify(const Hash* expected_head,
+                      const std::function<void(Position)>& on_progress) override {
+    auto c = readers_.acquire();
+    // One snapshot for everything below, however many appends commit meanwhile.
+    c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "verifying the hash chain");
+    ChainWalk walk(expected_head);
+    PgResult counts =
+        Params().run(*c, "SELECT count(*), min(position) FROM events", "counting the events");
+    const std::int64_t rows = counts.int64_or(0, 0, 0);
+    if (rows > 0 && counts.int64_or(0, 1, 1) < 1) return walk.unchained(counts.int64_or(0, 1, 1));
+    const std::string sql = std::string("SELECT ") + kColumns +
+                            ", NULL::bytea, s.category FROM events e LEFT JOIN streams s ON "
+                            "s.stream_key = e.stream_key WHERE e.position >= $1 "
+                            "ORDER BY e.position LIMIT $2";
+    EventView event;
+    for (;;) {
+      PgResult page = Params()
+                          .i64(static_cast<std::int64_t>(walk.next()))
+                          .i64(kVerifyPage)
+                          .run(*c, sql.c_str(), "verifying the hash chain");
+      for (int i = 0; i < page.rows(); ++i) {
+        const char* problem = decode(page, i, event);
+        const std::string_view category =
+            page.null(i, kPreviousHash + 1) ? std::string_view() : page.text(i, kPreviousHash + 1);
+        if (!walk.check(problem, event, static_cast<Position>(page.int64_or(i, kPosition, 0)),
+                        category)) {
+          return walk.result();
+        }
+      }
+      if (page.rows() < kVerifyPage) break;
+      if (on_progress) on_progress(walk.result().events_checked);
+    }
+    PgResult store = Params().run(*c, "SELECT position FROM factum_store WHERE id = 1",
+                                  "reading the log's head");
+    const auto written = static_cast<Position>(std::max<std::int64_t>(store.int64_or(0, 0, 0), 0));
+    const VerifyResult r = walk.finish(written, rows);
+    if (!r.ok()) return r;
+    PgResult empty = Params().run(*c,
+                                  "SELECT stream_id FROM streams s WHERE NOT EXISTS "
+                                  "(SELECT 1 FROM events e WHERE e.stream_key = s.stream_key) "
+                                  "LIMIT 1",
+                                  "checking the streams");
+    if (empty.rows() > 0) return walk.empty_stream(empty.text(0, 0));
+    c->exec("COMMIT", "verifying the hash chain");
+    return r;
+  }
+
+  void write_sql(const std::function<void(Sql&)>& fn) override {
+    writer("write to")->write_sql(fn);
+  }
+
+  void read_sql(const std::function<void(Sql&)>& fn) override {
+    auto c = readers_.acquire();
+    c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "starting a read transaction");
+    PgSql sql(*c);
+    fn(sql);
+    c->exec("COMMIT", "ending a read transaction");
+  }
+
+  std::unique_ptr<LogWatcher> watch() override {
+    return std::make_unique<NotifyWatcher>(uri_, options_, channel_);
+  }
+
+ private:
+  PgWriter* writer(const char* doing) {
+    if (!writer_) {
+      throw StorageError(StorageError::Kind::read_only, "factum: cannot " + std::string(doing) +
+                                                            " '" + redacted(uri_) +
+                                                            "': the store was opened read-only");
+    }
+    return writer_.get();
+  }
+
+  std::string uri_;
+  StoreOptions options_;
+  PgPool readers_;
+  std::string channel_;
+  std::unique_ptr<PgWriter> writer_;
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> open_postgres_storage(const std::string& uri,
+                                               const StoreOptions& options) {
+  return std::make_shared<PostgresStorage>(uri, options);
 }
 
 }  // namespace factum::detail

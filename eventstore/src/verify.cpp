@@ -19,99 +19,84 @@ VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position posi
   return r;
 }
 
-class ChainWalk {
- public:
-  explicit ChainWalk(const Hash* expected_head)
-      : expected_(expected_head),
-        seen_head_(expected_head == nullptr || *expected_head == Hash{}) {}
-
-  // Checks the current row of `s`; returns false (with result_ filled) at the first break.
-  bool check(const Statement& s) {
-    // A view over the row: nothing is copied; the stored key/values are hashed as stored.
-    const char* problem = decode_view(s, event_);
-    const auto at = static_cast<Position>(s.column_int(0));
-    if (problem != nullptr) {
-      result_ = broken(
-          result_, VerifyResult::Problem::malformed_row, at,
-          "the event at position " + std::to_string(at) + " is malformed: " + std::string(problem));
-      return false;
-    }
-    if (event_.category() != s.column_text(kCategoryColumn)) {
-      result_ = broken(result_, VerifyResult::Problem::malformed_row, at,
-                       "the event at position " + std::to_string(at) + " belongs to stream '" +
-                           std::string(event_.stream_id) + "', whose recorded category '" +
-                           std::string(s.column_text(kCategoryColumn)) + "' is not '" +
-                           std::string(event_.category()) + "'");
-      return false;
-    }
-    if (event_.position != next_) {
-      result_ = broken(result_, VerifyResult::Problem::position_gap, next_,
-                       "events at positions " + std::to_string(next_) + " to " +
-                           std::to_string(event_.position - 1) + " are missing (deleted)");
-      return false;
-    }
-    if (hasher_(previous_, event_) != event_.hash) {
-      result_ = broken(result_, VerifyResult::Problem::hash_mismatch, at,
-                       "the hash of the event at position " + std::to_string(at) +
-                           " does not match its contents and the previous event's hash: it "
-                           "was altered, or an event before it was inserted, removed or "
-                           "reordered");
-      return false;
-    }
-    previous_ = event_.hash;
-    if (expected_ != nullptr && event_.hash == *expected_) seen_head_ = true;
-    ++next_;
-    ++result_.events_checked;
-    return true;
-  }
-
-  // Reports an event row below position 1 (`lowest`), which no walk from 1 reaches.
-  VerifyResult unchained(std::int64_t lowest) const {
-    return broken(result_, VerifyResult::Problem::unchained_row, 1,
-                  "an event row at position " + std::to_string(lowest) +
-                      " lies outside the chain (positions start at 1): it was inserted behind "
-                      "the library's back");
-  }
-
-  // `sequence`: the highest position the file's AUTOINCREMENT counter has handed out;
-  // `rows`: how many rows the events table holds.
-  VerifyResult finish(Position sequence, std::int64_t rows) {
-    if (sequence >= next_) {
-      return broken(result_, VerifyResult::Problem::truncated, next_,
-                    "the log ends at position " + std::to_string(next_ - 1) +
-                        " but positions up to " + std::to_string(sequence) +
-                        " were written: events were removed from its end");
-    }
-    if (rows != static_cast<std::int64_t>(result_.events_checked)) {
-      return broken(result_, VerifyResult::Problem::unchained_row, next_,
-                    "the events table holds " + std::to_string(rows) + " rows but the chain " +
-                        std::to_string(result_.events_checked) +
-                        ": rows were inserted behind the library's back");
-    }
-    if (!seen_head_) {
-      return broken(result_, VerifyResult::Problem::head_mismatch, next_,
-                    "the expected head hash " + to_hex(*expected_) +
-                        " is not in the chain: the log was cut off or rewritten (it ends at "
-                        "position " +
-                        std::to_string(next_ - 1) + ")");
-    }
-    return result_;
-  }
-
-  Position next() const noexcept { return next_; }
-  const VerifyResult& result() const noexcept { return result_; }
-
- private:
-  const Hash* expected_;
-  bool seen_head_;
-  Hash previous_{};
-  Position next_ = 1;
-  VerifyResult result_;
-  EventView event_;  // the current row's, valid until the next step
-  ChainHasher hasher_;
-};
-
 }  // namespace
+
+ChainWalk::ChainWalk(const Hash* expected_head)
+    : expected_(expected_head), seen_head_(expected_head == nullptr || *expected_head == Hash{}) {}
+
+bool ChainWalk::check(const char* problem, const EventView& event, Position at,
+                      std::string_view category) {
+  if (problem != nullptr) {
+    result_ = broken(
+        result_, VerifyResult::Problem::malformed_row, at,
+        "the event at position " + std::to_string(at) + " is malformed: " + std::string(problem));
+    return false;
+  }
+  if (event.category() != category) {
+    result_ =
+        broken(result_, VerifyResult::Problem::malformed_row, at,
+               "the event at position " + std::to_string(at) + " belongs to stream '" +
+                   std::string(event.stream_id) + "', whose recorded category '" +
+                   std::string(category) + "' is not '" + std::string(event.category()) + "'");
+    return false;
+  }
+  if (event.position != next_) {
+    result_ = broken(result_, VerifyResult::Problem::position_gap, next_,
+                     "events at positions " + std::to_string(next_) + " to " +
+                         std::to_string(event.position - 1) + " are missing (deleted)");
+    return false;
+  }
+  // The stored key/values are hashed as stored: nothing is decoded.
+  if (hasher_(previous_, event) != event.hash) {
+    result_ = broken(result_, VerifyResult::Problem::hash_mismatch, at,
+                     "the hash of the event at position " + std::to_string(at) +
+                         " does not match its contents and the previous event's hash: it "
+                         "was altered, or an event before it was inserted, removed or "
+                         "reordered");
+    return false;
+  }
+  previous_ = event.hash;
+  if (expected_ != nullptr && event.hash == *expected_) seen_head_ = true;
+  ++next_;
+  ++result_.events_checked;
+  return true;
+}
+
+VerifyResult ChainWalk::unchained(std::int64_t lowest) const {
+  return broken(result_, VerifyResult::Problem::unchained_row, 1,
+                "an event row at position " + std::to_string(lowest) +
+                    " lies outside the chain (positions start at 1): it was inserted behind "
+                    "the library's back");
+}
+
+VerifyResult ChainWalk::finish(Position sequence, std::int64_t rows) {
+  if (sequence >= next_) {
+    return broken(result_, VerifyResult::Problem::truncated, next_,
+                  "the log ends at position " + std::to_string(next_ - 1) +
+                      " but positions up to " + std::to_string(sequence) +
+                      " were written: events were removed from its end");
+  }
+  if (rows != static_cast<std::int64_t>(result_.events_checked)) {
+    return broken(result_, VerifyResult::Problem::unchained_row, next_,
+                  "the events table holds " + std::to_string(rows) + " rows but the chain " +
+                      std::to_string(result_.events_checked) +
+                      ": rows were inserted behind the library's back");
+  }
+  if (!seen_head_) {
+    return broken(result_, VerifyResult::Problem::head_mismatch, next_,
+                  "the expected head hash " + to_hex(*expected_) +
+                      " is not in the chain: the log was cut off or rewritten (it ends at "
+                      "position " +
+                      std::to_string(next_ - 1) + ")");
+  }
+  return result_;
+}
+
+VerifyResult ChainWalk::empty_stream(std::string_view stream) const {
+  return broken(result_, VerifyResult::Problem::unchained_row, 0,
+                "the stream '" + std::string(stream) +
+                    "' has no events: its row was inserted behind the library's back");
+}
 
 namespace {
 
@@ -146,9 +131,14 @@ bool walk_pages(ReadConnection& conn, ChainWalk& walk,
     s.bind(1, static_cast<std::int64_t>(walk.next()));
     s.bind(2, kVerifyPage);
     std::int64_t rows = 0;
+    EventView event;  // a view over the row: nothing is copied
     while (s.step("verifying the hash chain")) {
       ++rows;
-      if (!walk.check(s)) return false;
+      const char* problem = decode_view(s, event);
+      if (!walk.check(problem, event, static_cast<Position>(s.column_int(0)),
+                      s.column_text(kCategoryColumn))) {
+        return false;
+      }
     }
     if (rows < kVerifyPage) return true;
     if (on_progress) on_progress(walk.result().events_checked);
@@ -156,12 +146,10 @@ bool walk_pages(ReadConnection& conn, ChainWalk& walk,
 }
 
 // A stream row that no event refers to: streams are only created with their first event.
-VerifyResult check_streams(ReadConnection& conn, VerifyResult r) {
+VerifyResult check_streams(ReadConnection& conn, const ChainWalk& walk, VerifyResult r) {
   StatementScope scope(conn.empty_streams);
   if (!conn.empty_streams.step("checking the streams")) return r;
-  return broken(std::move(r), VerifyResult::Problem::unchained_row, 0,
-                "the stream '" + std::string(conn.empty_streams.column_text(0)) +
-                    "' has no events: its row was inserted behind the library's back");
+  return walk.empty_stream(conn.empty_streams.column_text(0));
 }
 
 }  // namespace
@@ -177,7 +165,7 @@ VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head,
   if (rows.min < 1) return walk.unchained(rows.min);
   if (!walk_pages(*conn, walk, on_progress)) return walk.result();
   const VerifyResult r = walk.finish(sequence_of(*conn), rows.count);
-  return r.ok() ? check_streams(*conn, r) : r;
+  return r.ok() ? check_streams(*conn, walk, r) : r;
 }
 
 }  // namespace factum::detail

@@ -63,22 +63,6 @@ bool same_content(const Statement& s, const EventData& want) {
   return same_bytes(s.column_blob(9), extra);
 }
 
-RecordedEvent make_recorded(const EventFields& f, const Hash& hash, const Hash& previous) {
-  RecordedEvent r;
-  r.position = f.position;
-  r.stream_id.assign(f.stream_id);
-  r.stream_version = f.stream_version;
-  r.id = *f.id;
-  r.type.assign(f.type);
-  r.schema_version = f.schema_version;
-  r.payload.assign(f.payload.begin(), f.payload.end());
-  r.metadata = *f.metadata;
-  r.recorded_at = Timestamp(std::chrono::microseconds(f.recorded_at_us));
-  r.hash = hash;
-  r.previous_hash = previous;
-  return r;
-}
-
 }  // namespace
 
 Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
@@ -510,7 +494,7 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
     f.recorded_at_us = now;
     const Hash hash = hasher_(tail.hash, f);
     insert_event(*key, f, hash);
-    if (committed != nullptr) committed->push_back(make_recorded(f, hash, tail.hash));
+    if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
     tail = {f.position, hash};
   }
   result.stream_version = version;
