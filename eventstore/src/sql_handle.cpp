@@ -175,3 +175,52 @@ void SqlSavepoint::rollback() {
 }
 
 }  // namespace factum
+
+namespace factum {
+
+std::string Sql::object_type(std::string_view name) {
+  std::string type;
+  const auto take = [&](const SqlRow& row) {
+    if (type.empty() && !row.is_null(0)) type = row.text(0);
+  };
+  if (dialect() == SqlDialect::postgres) {
+    query(
+        "SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'i' THEN 'index' ELSE 'table' END "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND lower(c.relname) = lower(?1) "
+        "AND c.relkind IN ('r', 'p', 'v', 'i') ORDER BY c.relkind = 'v', c.relkind = 'i' LIMIT 1",
+        {std::string(name)}, take);
+  } else {
+    query(
+        "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE AND type IN "
+        "('table', 'index', 'view') ORDER BY type = 'view', type = 'index' LIMIT 1",
+        {std::string(name)}, take);
+  }
+  return type;
+}
+
+std::string table_ddl(const Sql& sql, std::string_view create_table) {
+  std::string out(create_table);
+  if (sql.dialect() != SqlDialect::postgres) return out;
+  const auto is_word = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  const auto replace_word = [&](std::string_view word, std::string_view with) {
+    for (std::size_t at = out.find(word); at != std::string::npos; at = out.find(word, at)) {
+      const bool starts = at == 0 || !is_word(out[at - 1]);
+      const bool ends = at + word.size() == out.size() || !is_word(out[at + word.size()]);
+      if (starts && ends) {
+        out.replace(at, word.size(), with);
+        at += with.size();
+      } else {
+        at += word.size();
+      }
+    }
+  };
+  replace_word(" WITHOUT ROWID", "");
+  replace_word("INTEGER", "BIGINT");
+  replace_word("BLOB", "BYTEA");
+  return out;
+}
+
+}  // namespace factum

@@ -22,13 +22,7 @@ std::int64_t now_us() {
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-bool table_exists(Sql& sql) {
-  return sql
-      .query_integer(
-          "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-          "'factum_checkpoints'")
-      .has_value();
-}
+bool table_exists(Sql& sql) { return sql.object_type("factum_checkpoints") == "table"; }
 
 }  // namespace
 
@@ -36,7 +30,7 @@ CheckpointStore::CheckpointStore(EventStore& store) : store_(&store) {
   if (!store.options().read_only) store.write_sql([](Sql& sql) { create_table(sql); });
 }
 
-void CheckpointStore::create_table(Sql& sql) { sql.execute(kCreate); }
+void CheckpointStore::create_table(Sql& sql) { sql.execute(table_ddl(sql, kCreate)); }
 
 Position CheckpointStore::load(Sql& sql, std::string_view name) {
   const std::string key = checked(name);

@@ -50,7 +50,7 @@ void ProjectionContext::check_free(std::string_view logical) {
   const std::string name(logical);
   std::string owner;
   sql_->query(
-      "SELECT projection FROM factum_projection_tables WHERE logical = ?1 COLLATE NOCASE AND "
+      "SELECT projection FROM factum_projection_tables WHERE lower(logical) = lower(?1) AND "
       "projection <> ?2 LIMIT 1",
       {name, projection_}, [&](const SqlRow& row) { owner = row.text(0); });
   if (!owner.empty()) {
@@ -60,16 +60,12 @@ void ProjectionContext::check_free(std::string_view logical) {
   }
   const bool ours =
       sql_->query_integer(
-              "SELECT 1 FROM factum_projection_tables WHERE logical = ?1 COLLATE NOCASE LIMIT 1",
+              "SELECT 1 FROM factum_projection_tables WHERE lower(logical) = lower(?1) LIMIT 1",
               {name})
           .has_value();
   // Triggers have names of their own; tables, indexes and views share one namespace. The
   // projection's own view is expected (a rebuild); anything else by that name is not.
-  std::string type;
-  sql_->query(
-      "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE AND type IN "
-      "('table', 'index', 'view') ORDER BY type = 'view' LIMIT 1",
-      {name}, [&](const SqlRow& row) { type = row.text(0); });
+  const std::string type = sql_->object_type(name);
   if (!type.empty() && !(ours && type == "view")) {
     throw InvalidArgument("factum: projection '" + projection_ + "': table name '" + name +
                           "' is already the name of a " + type +

@@ -35,25 +35,22 @@ SqlValue text_or_null(const std::optional<std::string>& s) {
 
 void create_meta_tables(Sql& sql) {
   CheckpointStore::create_table(sql);
-  sql.execute(
+  sql.execute(table_ddl(
+      sql,
       "CREATE TABLE IF NOT EXISTS factum_projections ("
       "name TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL, generation INTEGER NOT NULL, "
       "mode TEXT NOT NULL, state TEXT NOT NULL, rebuild_version INTEGER NOT NULL DEFAULT 0, "
       "rebuild_generation INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0, "
       "error_position INTEGER, error_type TEXT, error_message TEXT, "
-      "updated_at INTEGER NOT NULL) WITHOUT ROWID");
+      "updated_at INTEGER NOT NULL) WITHOUT ROWID"));
   sql.execute(
-      "CREATE TABLE IF NOT EXISTS factum_projection_tables ("
-      "projection TEXT NOT NULL, generation INTEGER NOT NULL, logical TEXT NOT NULL, "
-      "PRIMARY KEY (projection, generation, logical)) WITHOUT ROWID");
+      table_ddl(sql,
+                "CREATE TABLE IF NOT EXISTS factum_projection_tables ("
+                "projection TEXT NOT NULL, generation INTEGER NOT NULL, logical TEXT NOT NULL, "
+                "PRIMARY KEY (projection, generation, logical)) WITHOUT ROWID"));
 }
 
-bool meta_tables_exist(Sql& sql) {
-  return sql
-      .query_integer(
-          "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'factum_projections'")
-      .has_value();
-}
+bool meta_tables_exist(Sql& sql) { return sql.object_type("factum_projections") == "table"; }
 
 namespace {
 
@@ -148,9 +145,15 @@ void save_row(Sql& sql, const ProjectionRow& row) {
       text_or_null(e ? std::optional<std::string>(e->message) : std::nullopt),
       now_us()};
   sql.execute(
-      "INSERT OR REPLACE INTO factum_projections (name, version, generation, mode, state, "
+      "INSERT INTO factum_projections (name, version, generation, mode, state, "
       "rebuild_version, rebuild_generation, skipped, error_position, error_type, error_message, "
-      "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+      "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+      "ON CONFLICT (name) DO UPDATE SET version = excluded.version, "
+      "generation = excluded.generation, mode = excluded.mode, state = excluded.state, "
+      "rebuild_version = excluded.rebuild_version, "
+      "rebuild_generation = excluded.rebuild_generation, skipped = excluded.skipped, "
+      "error_position = excluded.error_position, error_type = excluded.error_type, "
+      "error_message = excluded.error_message, updated_at = excluded.updated_at",
       params);
 }
 
@@ -158,8 +161,8 @@ void register_tables(Sql& sql, const std::string& projection, std::uint64_t gene
                      const std::set<std::string>& tables) {
   for (const std::string& logical : tables) {
     sql.execute(
-        "INSERT OR IGNORE INTO factum_projection_tables (projection, generation, logical) "
-        "VALUES (?1, ?2, ?3)",
+        "INSERT INTO factum_projection_tables (projection, generation, logical) "
+        "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
         {projection, static_cast<std::int64_t>(generation), logical});
   }
 }

@@ -28,15 +28,12 @@ Bytes bytes_of(const Hash& h) {
 
 SnapshotStore::SnapshotStore(EventStore& store) : store_(store) {
   if (!store_.options().read_only) {
-    store_.write_sql([](Sql& sql) { sql.execute(kCreate); });
+    store_.write_sql([](Sql& sql) { sql.execute(table_ddl(sql, kCreate)); });
     table_exists_ = true;
     return;
   }
-  store_.read_sql([&](Sql& sql) {
-    table_exists_ =
-        sql.query_integer("SELECT count(*) FROM sqlite_schema WHERE name = 'factum_snapshots'")
-            .value_or(0) > 0;
-  });
+  store_.read_sql(
+      [&](Sql& sql) { table_exists_ = sql.object_type("factum_snapshots") == "table"; });
 }
 
 void SnapshotStore::save(Snapshot s) {
@@ -50,9 +47,11 @@ void SnapshotStore::save(Snapshot s) {
       s.state,     bytes_of(s.digest), std::int64_t{s.taken_at.time_since_epoch().count()}};
   store_.write_sql([&](Sql& sql) {
     sql.execute(
-        "INSERT OR REPLACE INTO factum_snapshots "
+        "INSERT INTO factum_snapshots "
         "(stream_id, version, schema_version, state, digest, taken_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (stream_id, version) DO UPDATE SET "
+        "schema_version = excluded.schema_version, state = excluded.state, "
+        "digest = excluded.digest, taken_at = excluded.taken_at",
         params);
   });
 }

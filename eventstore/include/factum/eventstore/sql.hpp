@@ -51,9 +51,21 @@ class SqlRow {
   virtual Bytes blob(int column) const = 0;
 };
 
+// The SQL a Sql handle speaks: SQLite's for a store file, PostgreSQL's for a store on a server
+// (docs/postgres.md). Statements both accept (plain SELECT/INSERT/UPDATE/DELETE, INSERT ... ON
+// CONFLICT ... DO UPDATE/NOTHING, CREATE TABLE IF NOT EXISTS with TEXT and BIGINT columns) run
+// unchanged on either; for the rest, branch on dialect().
+enum class SqlDialect { sqlite, postgres };
+
 class Sql {
  public:
   virtual ~Sql() = default;
+  // The dialect of the database behind the handle.
+  virtual SqlDialect dialect() const noexcept { return SqlDialect::sqlite; }
+  // "table", "view" or "index" when an object of that kind is named `name` in the store's
+  // database (its schema, on PostgreSQL; names compared ignoring ASCII case), else "". A table
+  // is reported before an index, a view last. Throws StorageError.
+  std::string object_type(std::string_view name);
   // Runs one statement with `params` bound to ?1, ?2, ...; returns the rows it changed.
   virtual std::int64_t execute(std::string_view sql, std::span<const SqlValue> params = {}) = 0;
   std::int64_t execute(std::string_view sql, std::initializer_list<SqlValue> params) {
@@ -89,6 +101,11 @@ class Sql {
 //   }
 //
 // Thread-safety: as the Sql it is made on.
+// `create_table`, a CREATE TABLE statement in SQLite's words, in the words of `sql`'s dialect:
+// unchanged for SQLite; for PostgreSQL, INTEGER columns become BIGINT (SQLite's integers are
+// 64-bit), BLOB becomes BYTEA and WITHOUT ROWID is dropped. Only whole words are replaced.
+std::string table_ddl(const Sql& sql, std::string_view create_table);
+
 class SqlSavepoint {
  public:
   // SAVEPOINT. Throws StorageError.
