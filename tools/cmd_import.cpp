@@ -374,7 +374,33 @@ void verify_imported(const EventStore& store, const Loaded& loaded, const Import
   if (!r.ok()) throw CliError("the imported store does not verify: " + r.message, kDamaged);
 }
 
+// Into a PostgreSQL store: the schema must hold no events yet (import never merges logs). A
+// failed import leaves the events it loaded before the failure: drop the schema and start over.
+int import_into_server(const ImportOptions& o) {
+  EventStore store = EventStore::open(o.db, import_store_options(o));
+  if (store.head().position != 0) {
+    throw CliError("'" + o.db + "' holds " + std::to_string(store.head().position) +
+                   " events already; import loads into an empty store (use a new schema)");
+  }
+  Loaded loaded;
+  try {
+    loaded = load(store, o);
+    verify_imported(store, loaded, o);
+  } catch (...) {
+    std::cerr << "factum import: the events loaded before the failure stay in '" << o.db
+              << "': drop its schema before importing again\n";
+    throw;
+  }
+  if (!o.quiet) {
+    std::cerr << "imported " << loaded.events << " events into '" << o.db << "'; head "
+              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
+              << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
+  }
+  return kOk;
+}
+
 int run_import(const ImportOptions& o) {
+  if (is_store_uri(o.db)) return import_into_server(o);
   if (fs::exists(fs::symlink_status(o.db))) {
     throw CliError("'" + o.db + "' exists; import creates a new store (choose another name)");
   }

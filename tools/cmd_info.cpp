@@ -41,7 +41,10 @@ Info read_info(const EventStore& store, const std::string& path) {
   Info info;
   info.head = store.head();
   store.read_sql([&](Sql& sql) {
-    info.format = sql.query_integer("PRAGMA user_version").value_or(0);
+    info.format = sql.query_integer(sql.dialect() == SqlDialect::postgres
+                                        ? "SELECT format FROM factum_store WHERE id = 1"
+                                        : "PRAGMA user_version")
+                      .value_or(0);
     info.events = sql.query_integer("SELECT count(*) FROM events").value_or(0);
     info.streams = sql.query_integer("SELECT count(*) FROM streams").value_or(0);
     info.categories = sql.query_integer("SELECT count(DISTINCT category) FROM streams").value_or(0);

@@ -24,7 +24,7 @@ void check_path(const std::string& path) {
 }
 
 EventStore open_existing(const std::string& path, bool read_only) {
-  check_path(path);
+  if (!is_store_uri(path)) check_path(path);
   StoreOptions options;
   options.read_only = read_only;
   options.create_if_missing = false;
@@ -32,6 +32,10 @@ EventStore open_existing(const std::string& path, bool read_only) {
 }
 
 }  // namespace
+
+bool is_store_uri(std::string_view location) {
+  return location.starts_with("postgresql://") || location.starts_with("postgres://");
+}
 
 EventStore open_read_only(const std::string& path) { return open_existing(path, true); }
 

@@ -6,10 +6,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "factum/eventstore/event_store.hpp"
 
 namespace factum::cli {
+
+// True when `location` is a PostgreSQL connection URI ("postgresql://..." or "postgres://...")
+// rather than a store file's path: every command takes either (docs/postgres.md).
+bool is_store_uri(std::string_view location);
 
 // Opens an existing store read-only (never created, never written). Throws CliError for a
 // missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.
