@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev sqlite3 libboost-dev libboost-serialization-dev libssl-dev
   doctest-dev libcli11-dev nlohmann-json3-dev python3
   clang libclang-rt-14-dev clang-format
+  postgresql-15 libpq-dev
 )
 
 missing=()

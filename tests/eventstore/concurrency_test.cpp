@@ -2,7 +2,9 @@
 // and notifications. Assertions run on the test's thread only; worker threads record what
 // they saw. These cases also run under ThreadSanitizer (label "concurrency").
 #include <doctest/doctest.h>
+#ifndef FACTUM_TEST_POSTGRES
 #include <sqlite3.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -51,6 +53,7 @@ void run_threads(int n, const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
+#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific helpers: the file's write lock, its WAL's commits
 // Holds the store file's write lock through a plain SQLite connection (as another process
 // would) until release(): appends meanwhile queue up behind it.
 class WriteLock {
@@ -126,6 +129,7 @@ void append_behind_lock(const std::filesystem::path& file, int n,
   }
   releaser.join();
 }
+#endif  // FACTUM_TEST_POSTGRES
 
 // Returns "" when `events` (read in position order from position 1) are gap-free and hold
 // each batch whole. Each payload is "<batch key>:<index>/<size>" (see batch_events).
@@ -241,6 +245,9 @@ TEST_CASE("16 threads racing with exact expected versions leave exactly one winn
   CHECK(t.store.verify().ok());
 }
 
+#ifndef FACTUM_TEST_POSTGRES
+// SQLite-specific: these hold the file's write lock through a raw SQLite connection to queue
+// appends (append_behind_lock, WriteLock), and most count commits in the file's WAL.
 TEST_CASE("durable appends from 16 threads share commits (group commit)") {
   constexpr int kThreads = 16;
   StoreOptions options;
@@ -454,6 +461,7 @@ TEST_CASE("a slot connected while an append waits for the write lock hears of it
   CHECK(heard[0].metadata.values.at("k") == "v");
   CHECK(heard[0].previous_hash == t.store.read_stream("retry-1").to_vector().front().hash);
 }
+#endif  // FACTUM_TEST_POSTGRES
 
 TEST_CASE("readers beside appending writers see gap-free positions and whole batches") {
   constexpr int kWriters = 4;

@@ -588,10 +588,9 @@ TEST_CASE("a watcher answers true once after an append through its own store") {
 }
 
 TEST_CASE("a watcher sees an append through another EventStore object on the same file") {
-  TempDir dir;
-  const auto path = dir.file("store.db");
-  EventStore mine = EventStore::open(path, TempStore::fast_options());
-  EventStore other = EventStore::open(path, TempStore::fast_options());
+  TempStore t;
+  EventStore& mine = t.store;
+  EventStore other = EventStore::open(t.path, TempStore::fast_options());
   auto watcher = mine.watch();
   CHECK_FALSE(watcher->changed());
   other.append("s-1", ExpectedVersion::any(), make_event());
@@ -600,18 +599,18 @@ TEST_CASE("a watcher sees an append through another EventStore object on the sam
 }
 
 TEST_CASE("a watcher of a read-only store sees appends by a writer of the file") {
-  TempDir dir;
-  const auto path = dir.file("store.db");
-  EventStore writer = EventStore::open(path, TempStore::fast_options());
+  TempStore t;
+  EventStore& writer = t.store;
   StoreOptions read_only = TempStore::fast_options();
   read_only.read_only = true;
-  const EventStore reader = EventStore::open(path, read_only);
+  const EventStore reader = EventStore::open(t.path, read_only);
   auto watcher = reader.watch();
   CHECK_FALSE(watcher->changed());
   writer.append("s-1", ExpectedVersion::any(), make_event());
   CHECK(watcher->changed());
 }
 
+#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific: writer_child appends to a store file
 namespace {
 
 // Runs `writer_child race <path> 0 <count> 1` to completion (its stdin is /dev/null: it starts
@@ -667,3 +666,4 @@ TEST_CASE("a watcher sees an append by another process, and slots here do not ru
   CHECK_FALSE(watcher->changed());
   CHECK(log.calls().empty());  // another process's appends run this process's slots not
 }
+#endif  // FACTUM_TEST_POSTGRES

@@ -32,9 +32,6 @@ StoreOptions TempStore::durable_options() {
   return o;
 }
 
-TempStore::TempStore(const StoreOptions& options)
-    : path(dir.file("store.db")), store(EventStore::open(path, options)) {}
-
 EventData make_event(const std::string& type, const std::string& payload) {
   EventData e;
   e.type = type;

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#ifdef FACTUM_TEST_POSTGRES
+#include "support/pg_test.hpp"
+#endif
+
 namespace factum::test {
 
 // A fresh directory under the system temp dir; removed (with its contents) on destruction.
@@ -22,10 +26,24 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// A temp dir with a store file in it ("store.db"), opened with `options`.
+// Where a TempStore's store is: the file "store.db" in `dir`; in a test built with
+// factum_add_postgres_test (FACTUM_TEST_POSTGRES), a fresh schema of the PostgreSQL test
+// server, as a URI (pg_test.hpp). Inline, so that each test binary makes its own choice: no
+// support/*.cpp (compiled once for both) may construct a TempStore.
+inline std::filesystem::path temp_store_location([[maybe_unused]] const TempDir& dir) {
+#ifdef FACTUM_TEST_POSTGRES
+  return pg_test_uri();
+#else
+  return dir.file("store.db");
+#endif
+}
+
+// A temp dir and a fresh store (temp_store_location), opened with `options`.
 struct TempStore {
-  explicit TempStore(const StoreOptions& options = fast_options());
+  explicit TempStore(const StoreOptions& options = fast_options())
+      : path(temp_store_location(dir)), store(EventStore::open(path, options)) {}
   TempDir dir;
+  // The store's file, or its PostgreSQL URI: EventStore::open(path) opens the same store again.
   std::filesystem::path path;
   EventStore store;
   // Durability::normal: tests do not need fsync and run much faster without it.

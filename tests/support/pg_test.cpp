@@ -1,0 +1,78 @@
+#include "support/pg_test.hpp"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace factum::test {
+
+namespace {
+
+constexpr const char* kUriFileVariable = "FACTUM_TEST_PG_URI_FILE";
+
+struct ConnectionCloser {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct ResultClearer {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+
+std::string without_trailing_newline(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string pg_server_uri() {
+  const char* file = std::getenv(kUriFileVariable);
+  if (file == nullptr || *file == '\0') {
+    throw std::runtime_error(
+        std::string("factum tests: ") + kUriFileVariable +
+        " is not set: this PostgreSQL test needs the private server that ctest starts first "
+        "(fixture postgres_cluster_start); run it with `ctest -L postgres`");
+  }
+  std::ifstream in(file);
+  std::string uri;
+  if (!in || !std::getline(in, uri) || without_trailing_newline(uri).empty()) {
+    throw std::runtime_error(std::string("factum tests: cannot read the PostgreSQL test server's "
+                                         "URI from '") +
+                             file + "' (" + kUriFileVariable +
+                             "): the server is not started; run the test with `ctest -L "
+                             "postgres`, whose fixture postgres_cluster_start starts it");
+  }
+  return without_trailing_newline(uri);
+}
+
+std::string pg_test_uri() {
+  const std::string server = pg_server_uri();
+  static std::atomic<unsigned> counter{0};
+  std::ostringstream schema;
+  schema << "t_" << ::getpid() << '_' << counter++ << '_' << std::hex << std::random_device{}();
+
+  const char* const keys[] = {"dbname", "connect_timeout", nullptr};
+  const char* const values[] = {server.c_str(), "10", nullptr};
+  const std::unique_ptr<PGconn, ConnectionCloser> conn(PQconnectdbParams(keys, values, 1));
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    throw std::runtime_error("factum tests: cannot connect to the PostgreSQL test server " +
+                             server + ": " + (conn ? PQerrorMessage(conn.get()) : "out of memory"));
+  }
+  // The name is [a-z0-9_] only: no quoting needed.
+  const std::unique_ptr<PGresult, ResultClearer> result(
+      PQexec(conn.get(), ("CREATE SCHEMA " + schema.str()).c_str()));
+  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+    throw std::runtime_error("factum tests: cannot create the schema " + schema.str() + " on " +
+                             server + ": " + PQerrorMessage(conn.get()));
+  }
+  return server + (server.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+         schema.str();
+}
+
+}  // namespace factum::test

@@ -1,0 +1,23 @@
+// The PostgreSQL test server, for the tests built with factum_add_postgres_test (label
+// "postgres"): ctest's fixture postgres_cluster_start starts a private server
+// (scripts/pg-test-cluster.sh) and names the file holding its URI in FACTUM_TEST_PG_URI_FILE.
+// Compiled into factum_test_support when factum has its PostgreSQL backend (libpq).
+#pragma once
+
+#include <string>
+
+namespace factum::test {
+
+// The test server's URI as the fixture wrote it: postgresql://factum@127.0.0.1:PORT/postgres.
+// Throws std::runtime_error, naming FACTUM_TEST_PG_URI_FILE and `ctest -L postgres`, when the
+// variable is unset or its file cannot be read (the server is not started).
+std::string pg_server_uri();
+
+// A fresh, empty schema on the test server (t_<pid>_<counter>_<random>), created now, and the
+// server's URI with "?options=-csearch_path%3D<schema>" appended: a store opened on it (or any
+// connection made with it) creates its tables in that schema, apart from every other test's.
+// Thread-safe. Throws std::runtime_error as pg_server_uri() does, or with libpq's message when
+// the server cannot be reached or refuses the schema. The schemas go with the server.
+std::string pg_test_uri();
+
+}  // namespace factum::test
