@@ -1,0 +1,294 @@
+// What only the PostgreSQL backend has: its ordering lock seen from readers, its LISTEN/NOTIFY
+// watcher, its schema's guards, verify against rows edited with raw SQL on the server, errors
+// for a server that is not there, and the Sql dialect. (The backend-neutral behaviour is the
+// eventstore suites' job, compiled a second time against PostgreSQL.)
+#include <doctest/doctest.h>
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/pg_test.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace factum;
+using factum::test::make_event;
+using factum::test::make_events;
+using factum::test::pg_test_uri;
+using factum::test::TempStore;
+using Problem = VerifyResult::Problem;
+
+namespace {
+
+// A plain libpq connection on `uri`, for SQL behind the library's back.
+class Raw {
+ public:
+  explicit Raw(const std::string& uri) : conn_(PQconnectdb(uri.c_str())) {
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      const std::string why = PQerrorMessage(conn_);
+      PQfinish(conn_);
+      throw std::runtime_error("raw connection: " + why);
+    }
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  }
+  ~Raw() { PQfinish(conn_); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+
+  // Runs `sql`; throws with the server's message when it fails.
+  void exec(const std::string& sql) {
+    PGresult* r = PQexec(conn_, sql.c_str());
+    const auto status = PQresultStatus(r);
+    const std::string why = PQresultErrorMessage(r);
+    PQclear(r);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) throw std::runtime_error(why);
+  }
+  // The first column of the first row, as text ("" when there is none).
+  std::string text(const std::string& sql) {
+    PGresult* r = PQexec(conn_, sql.c_str());
+    std::string out;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
+    PQclear(r);
+    return out;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+// A store of 10 events over 3 streams (with metadata), and a raw connection on its schema whose
+// session ignores triggers, so the SQL it runs can tamper with the log.
+struct Tampered {
+  Tampered() : uri(pg_test_uri()), store(EventStore::open(uri)), raw(uri) {
+    for (int i = 0; i < 5; ++i) {
+      auto batch = make_events(2, "p" + std::to_string(i) + "-");
+      batch[0].metadata.actor = "alice";
+      batch[1].metadata.values = {{"k", "v"}};
+      store.append("s-" + std::to_string(i % 3), ExpectedVersion::any(), batch);
+    }
+    REQUIRE(store.verify().ok());
+    raw.exec("SET session_replication_role = replica");  // triggers off for this session
+  }
+  VerifyResult after(const std::string& sql) {
+    raw.exec(sql);
+    return store.verify();
+  }
+  std::string uri;
+  EventStore store;
+  Raw raw;
+};
+
+}  // namespace
+
+TEST_CASE("postgres: the schema refuses updates, deletes and truncation of events and streams") {
+  const std::string uri = pg_test_uri();
+  EventStore store = EventStore::open(uri);
+  store.append("acct-1", ExpectedVersion::no_stream(), make_events(3));
+  Raw raw(uri);
+  for (const char* sql :
+       {"UPDATE events SET payload = '\\x00' WHERE position = 1", "DELETE FROM events",
+        "TRUNCATE events", "UPDATE streams SET stream_id = 'acct-2'", "DELETE FROM streams",
+        "TRUNCATE streams CASCADE"}) {
+    CAPTURE(sql);
+    try {
+      raw.exec(sql);
+      FAIL("the statement ran");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()).find("factum:") != std::string::npos);
+    }
+  }
+  CHECK(store.verify().ok());
+  CHECK(store.head().position == 3);
+}
+
+TEST_CASE("postgres: verify names an edited payload, a deleted event and a cut tail") {
+  SUBCASE("edited payload") {
+    Tampered t;
+    const auto r = t.after("UPDATE events SET payload = '\\x01' WHERE position = 4");
+    CHECK(r.problem == Problem::hash_mismatch);
+    CHECK(r.position == 4);
+  }
+  SUBCASE("deleted event") {
+    Tampered t;
+    const auto r = t.after("DELETE FROM events WHERE position = 3");
+    CHECK(r.problem == Problem::position_gap);
+    CHECK(r.position == 3);
+  }
+  SUBCASE("cut tail: the head row remembers the last position written") {
+    Tampered t;
+    const auto r = t.after("DELETE FROM events WHERE position >= 9");
+    CHECK(r.problem == Problem::truncated);
+    CHECK(r.position == 9);
+  }
+  SUBCASE("cut tail with the head row rewound: verify(expected_head) still sees it") {
+    Tampered t;
+    const Head kept = t.store.head();
+    t.raw.exec(
+        "DELETE FROM events WHERE position >= 9; UPDATE factum_store SET position = 8, hash = "
+        "(SELECT hash FROM events WHERE position = 8)");
+    CHECK(t.store.verify().ok());
+    const auto r = t.store.verify(kept.hash);
+    CHECK(r.problem == Problem::head_mismatch);
+  }
+  SUBCASE("a malformed id is reported, not thrown") {
+    Tampered t;
+    const auto r = t.after("UPDATE events SET event_id = '\\x0102' WHERE position = 6");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 6);
+    CHECK_THROWS_AS(t.store.read_all().to_vector(), CorruptEventError);
+  }
+  SUBCASE("a stream without events") {
+    Tampered t;
+    const auto r = t.after("INSERT INTO streams (stream_id, category) VALUES ('ghost-1', 'ghost')");
+    CHECK(r.problem == Problem::unchained_row);
+  }
+}
+
+TEST_CASE("postgres: readers never see a position before the ones below it have committed") {
+  const std::string uri = pg_test_uri();
+  EventStore writer_store = EventStore::open(uri, TempStore::fast_options());
+  // A second store object: its own connections, as another process would have.
+  EventStore reader_store = EventStore::open(uri, TempStore::fast_options());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 60; ++i) {
+        writer_store.append("race-" + std::to_string(w), ExpectedVersion::any(),
+                            make_events(1 + i % 3));
+      }
+    });
+  }
+  std::thread reader([&] {
+    Position seen = 0;
+    while (!stop.load()) {
+      // Each read starts where the last ended: a gap would be skipped forever.
+      for (const RecordedEvent& e : reader_store.read_all(seen + 1)) {
+        REQUIRE(e.position == seen + 1);
+        seen = e.position;
+      }
+    }
+  });
+  for (auto& t : writers) t.join();
+  stop = true;
+  reader.join();
+  const auto all = reader_store.read_all().to_vector();
+  CHECK(all.size() == 4 * (20 * (1 + 2 + 3)));
+  CHECK(reader_store.verify().ok());
+}
+
+TEST_CASE("postgres: a watcher hears appends made through another store object") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  auto watcher = a.watch();
+  CHECK_FALSE(watcher->changed());  // the first call answers false
+  CHECK_FALSE(watcher->changed());
+  b.append("acct-1", ExpectedVersion::any(), make_events(1));
+  bool heard = false;
+  for (int i = 0; i < 200 && !heard; ++i) {
+    heard = watcher->changed();
+    if (!heard) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(heard);
+  CHECK_FALSE(watcher->changed());  // heard once
+}
+
+TEST_CASE("postgres: a server that is not there is a StorageError naming the URI, not the password") {
+  StoreOptions o;
+  try {
+    EventStore::open("postgresql://someone:s3cret@127.0.0.1:1/nowhere", o);
+    FAIL("opened");
+  } catch (const StorageError& e) {
+    const std::string what = e.what();
+    CHECK(e.kind() == StorageError::Kind::io);
+    CHECK(what.find("127.0.0.1:1/nowhere") != std::string::npos);
+    CHECK(what.find("s3cret") == std::string::npos);
+  }
+}
+
+TEST_CASE("postgres: opening read-only, or without create, finds no store in an empty schema") {
+  const std::string uri = pg_test_uri();
+  StoreOptions o;
+  o.read_only = true;
+  try {
+    EventStore::open(uri, o);
+    FAIL("opened");
+  } catch (const StorageError& e) {
+    CHECK(e.kind() == StorageError::Kind::not_a_store);
+  }
+  o.read_only = false;
+  o.create_if_missing = false;
+  CHECK_THROWS_AS(EventStore::open(uri, o), StorageError);
+  // Nothing was created.
+  Raw raw(uri);
+  CHECK(raw.text("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == "0");
+}
+
+TEST_CASE("postgres: a store of a newer format is refused") {
+  const std::string uri = pg_test_uri();
+  { EventStore::open(uri); }
+  Raw raw(uri);
+  raw.exec("UPDATE factum_store SET format = 99");
+  try {
+    EventStore::open(uri);
+    FAIL("opened");
+  } catch (const StorageError& e) {
+    CHECK(e.kind() == StorageError::Kind::newer_format);
+  }
+}
+
+TEST_CASE("postgres: Sql speaks PostgreSQL, with SQLite's parameter spelling") {
+  const std::string uri = pg_test_uri();
+  EventStore store = EventStore::open(uri);
+  store.write_sql([](Sql& sql) {
+    CHECK(sql.dialect() == SqlDialect::postgres);
+    sql.execute(table_ddl(sql,
+                          "CREATE TABLE kv (k TEXT PRIMARY KEY, n INTEGER NOT NULL, b BLOB) "
+                          "WITHOUT ROWID"));
+    // INTEGER became BIGINT: a 64-bit value fits.
+    CHECK(sql.execute("INSERT INTO kv VALUES (?1, ?2, ?3)",
+                      {std::string("a"), std::int64_t{1} << 40, Bytes{std::byte{0}, std::byte{7}}}) ==
+          1);
+    CHECK(sql.execute("INSERT INTO kv VALUES (?, ?, NULL) ON CONFLICT (k) DO UPDATE SET n = kv.n + "
+                      "excluded.n",
+                      {std::string("a"), std::int64_t{2}}) == 1);
+    CHECK_THROWS_AS(sql.execute("INSERT INTO kv VALUES (?1, ?2, NULL)", {std::string("b")}),
+                    InvalidArgument);
+  });
+  store.read_sql([](Sql& sql) {
+    CHECK(sql.object_type("KV") == "table");
+    CHECK(sql.object_type("events_by_id") == "index");
+    CHECK(sql.object_type("nothing") == "");
+    std::int64_t n = 0;
+    Bytes b;
+    sql.query("SELECT n, b FROM kv WHERE k = ?1", {std::string("a")}, [&](const SqlRow& row) {
+      n = row.integer(0);
+      b = row.blob(1);
+    });
+    CHECK(n == (std::int64_t{1} << 40) + 2);
+    CHECK(b == Bytes{});  // set to NULL by the upsert
+    CHECK_THROWS_AS(sql.execute("INSERT INTO kv VALUES ('c', 1, NULL)"), StorageError);
+  });
+}
+
+TEST_CASE("postgres: events imported through SQL move the head, and appends continue the chain") {
+  const std::string from_uri = pg_test_uri();
+  EventStore from = EventStore::open(from_uri);
+  from.append("acct-1", ExpectedVersion::no_stream(), make_events(4));
+  from.append("acct-2", ExpectedVersion::no_stream(), make_events(2));
+  const auto events = from.read_all().to_vector();
+  EventStore to = EventStore::open(pg_test_uri());
+  const Head head = to.import_events(events);
+  CHECK(head == from.head());
+  CHECK(to.head() == from.head());
+  to.append("acct-1", ExpectedVersion::exact(4), make_events(1));
+  CHECK(to.head().position == 7);
+  CHECK(to.verify().ok());
+  CHECK(to.read_all().to_vector().front() == events.front());
+}
