@@ -262,9 +262,10 @@ CREATE TABLE factum_store (
   id       integer PRIMARY KEY CHECK (id = 1),
   format   integer NOT NULL,
   position bigint NOT NULL,
-  hash     bytea NOT NULL
+  hash     bytea NOT NULL,
+  commits  bigint NOT NULL
 );
-INSERT INTO factum_store VALUES (1, 1, 0, decode(repeat('00', 32), 'hex'));
+INSERT INTO factum_store VALUES (1, 1, 0, decode(repeat('00', 32), 'hex'), 0);
 CREATE TABLE streams (
   stream_key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   stream_id  text NOT NULL UNIQUE,
@@ -915,13 +916,16 @@ class PgWriter {
         lock_head(c);  // serialised with the appends of every process
         PgSql sql(c);
         (*p.custom)(sql);
-        // Events written through SQL (an import) move the head row too, and wake listeners.
+        // Events written through SQL (an import) move the head row too; every write counts as
+        // a commit for watchers, and wakes listeners.
         Params().text(channel_).run(
             c,
-            "WITH h AS (SELECT position, hash FROM events ORDER BY position DESC LIMIT 1), "
-            "u AS (UPDATE factum_store s SET position = h.position, hash = h.hash FROM h "
-            "WHERE s.id = 1 AND h.position > s.position RETURNING s.position) "
-            "SELECT pg_notify($1, position::text) FROM u",
+            "WITH h AS (SELECT coalesce(max(position), 0) AS position FROM events), "
+            "u AS (UPDATE factum_store s SET commits = s.commits + 1, "
+            "position = greatest(s.position, h.position), hash = CASE WHEN h.position > "
+            "s.position THEN (SELECT hash FROM events WHERE position = h.position) ELSE s.hash "
+            "END FROM h WHERE s.id = 1 RETURNING s.commits) "
+            "SELECT pg_notify($1, commits::text) FROM u",
             "moving the log's head");
         c.exec("COMMIT", "committing");
       } catch (...) {
@@ -986,8 +990,9 @@ class PgWriter {
               .bytes(tail.hash.data(), tail.hash.size())
               .text(channel_)
               .run(c,
-                   "WITH h AS (UPDATE factum_store SET position = $1, hash = $2 WHERE id = 1) "
-                   "SELECT pg_notify($3, $1::text)",
+                   "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, "
+                   "commits = commits + 1 WHERE id = 1 RETURNING commits) "
+                   "SELECT pg_notify($3, commits::text) FROM u",
                    "moving the log's head");
         }
         PgResult r(PQexec(c.get(), "COMMIT"));
@@ -1279,47 +1284,54 @@ void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& event
 
 // --- Watching ---------------------------------------------------------------------------------
 
-// LISTENs on the store's channel: every append commit NOTIFYs it. A broken connection is
-// reopened, and reported as a change (commits may have been missed meanwhile).
-class NotifyWatcher final : public LogWatcher {
+// PRAGMA data_version's counterpart: factum_store.commits, which every commit that writes
+// (an append, a write_sql) increments under the ordering lock. changed() reads it on a
+// connection of its own: one indexed read of one row, exact (a NOTIFY, which each commit also
+// sends, can still be in flight when an append returns, so it cannot answer alone). A broken
+// connection is reopened and reported as a change (commits may have been missed meanwhile).
+class CommitWatcher final : public LogWatcher {
  public:
-  NotifyWatcher(std::string uri, StoreOptions options, std::string channel)
-      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {
-    listen();
+  CommitWatcher(std::string uri, StoreOptions options)
+      : uri_(std::move(uri)), options_(std::move(options)) {
+    connect();
   }
 
   bool changed() override {
     if (!conn_ || !conn_->ok()) {
-      listen();
-      return armed_;
+      connect();
+      return std::exchange(armed_, true);
     }
-    bool seen = false;
-    if (PQconsumeInput(conn_->get()) == 0) {
-      conn_.reset();
-      listen();
-      seen = true;
-    } else {
-      while (PGnotify* n = PQnotifies(conn_->get())) {
-        seen = true;
-        PQfreemem(n);
-      }
+    std::int64_t now = 0;
+    try {
+      now = read_commits();
+    } catch (const StorageError&) {
+      if (conn_->ok()) throw;
+      connect();
+      return std::exchange(armed_, true);
     }
-    const bool answer = armed_ && seen;
-    armed_ = true;
-    return answer;
+    const bool moved = now != seen_;
+    seen_ = now;
+    return std::exchange(armed_, true) && moved;
   }
 
  private:
-  void listen() {
+  std::int64_t read_commits() {
+    PgResult r = Params().run(*conn_, "SELECT commits FROM factum_store WHERE id = 1",
+                              "reading the store's commit counter");
+    return r.rows() == 1 ? r.int64_or(0, 0, 0) : 0;
+  }
+
+  void connect() {
+    conn_.reset();
     conn_ = std::make_unique<PgConn>(uri_, options_);
-    conn_->exec("LISTEN " + channel_, "listening for appends");
+    seen_ = read_commits();
   }
 
   std::string uri_;
   StoreOptions options_;
-  std::string channel_;
   std::unique_ptr<PgConn> conn_;
-  bool armed_ = false;
+  std::int64_t seen_ = 0;  // the commit count answered for
+  bool armed_ = false;     // false until the first call, which only takes the baseline
 };
 
 // --- The storage ------------------------------------------------------------------------------
@@ -1468,7 +1480,7 @@ class PostgresStorage final : public Storage {
   }
 
   std::unique_ptr<LogWatcher> watch() override {
-    return std::make_unique<NotifyWatcher>(uri_, options_, channel_);
+    return std::make_unique<CommitWatcher>(uri_, options_);
   }
 
  private:

@@ -34,7 +34,8 @@ class Raw {
       PQfinish(conn_);
       throw std::runtime_error("raw connection: " + why);
     }
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
   }
   ~Raw() { PQfinish(conn_); }
   Raw(const Raw&) = delete;
@@ -199,7 +200,8 @@ TEST_CASE("postgres: a watcher hears appends made through another store object")
   CHECK_FALSE(watcher->changed());  // heard once
 }
 
-TEST_CASE("postgres: a server that is not there is a StorageError naming the URI, not the password") {
+TEST_CASE(
+    "postgres: a server that is not there is a StorageError naming the URI, not the password") {
   StoreOptions o;
   try {
     EventStore::open("postgresql://someone:s3cret@127.0.0.1:1/nowhere", o);
@@ -252,9 +254,9 @@ TEST_CASE("postgres: Sql speaks PostgreSQL, with SQLite's parameter spelling") {
                           "CREATE TABLE kv (k TEXT PRIMARY KEY, n INTEGER NOT NULL, b BLOB) "
                           "WITHOUT ROWID"));
     // INTEGER became BIGINT: a 64-bit value fits.
-    CHECK(sql.execute("INSERT INTO kv VALUES (?1, ?2, ?3)",
-                      {std::string("a"), std::int64_t{1} << 40, Bytes{std::byte{0}, std::byte{7}}}) ==
-          1);
+    CHECK(sql.execute(
+              "INSERT INTO kv VALUES (?1, ?2, ?3)",
+              {std::string("a"), std::int64_t{1} << 40, Bytes{std::byte{0}, std::byte{7}}}) == 1);
     CHECK(sql.execute("INSERT INTO kv VALUES (?, ?, NULL) ON CONFLICT (k) DO UPDATE SET n = kv.n + "
                       "excluded.n",
                       {std::string("a"), std::int64_t{2}}) == 1);
@@ -272,7 +274,7 @@ TEST_CASE("postgres: Sql speaks PostgreSQL, with SQLite's parameter spelling") {
       b = row.blob(1);
     });
     CHECK(n == (std::int64_t{1} << 40) + 2);
-    CHECK(b == Bytes{});  // set to NULL by the upsert
+    CHECK(b == (Bytes{std::byte{0}, std::byte{7}}));  // the upsert kept it
     CHECK_THROWS_AS(sql.execute("INSERT INTO kv VALUES ('c', 1, NULL)"), StorageError);
   });
 }
