@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -294,6 +295,18 @@ Samples interleave(const Config& c, const std::string& name, Raw&& raw, Factum&&
 // ---------------------------------------------------------------------------------------------
 // The cases
 
+// One timed run of factum's side of the append cases: `per_call` events per append,
+// round-robin over 100 streams, into a new store at `location` (a file or a URI).
+double factum_append_run(const Config& c, const fs::path& location, const Corpus& corpus,
+                         std::size_t per_call) {
+  FactumLog log(location, c, corpus, per_call);
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    log.append(corpus.write_streams[i++ % kWriteStreams]);
+    return per_call;
+  });
+}
+
 // `per_call` events per append, round-robin over 100 streams, vs raw transactions of as many
 // rows.
 Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::size_t per_call) {
@@ -316,19 +329,61 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
   };
   auto factum = [&] {
     const fs::path file = dir.fresh("factum");
-    double rate = 0;
-    {
-      FactumLog log(file, c, corpus, per_call);
-      std::size_t i = 0;
-      rate = timed(c.seconds, [&] {
-        log.append(corpus.write_streams[i++ % kWriteStreams]);
-        return per_call;
-      });
-    }
+    const double rate = factum_append_run(c, file, corpus, per_call);
     TempDir::remove_db(file);
     return rate;
   };
   return interleave(c, name, raw, factum);
+}
+
+// One timed run of 16 threads, each appending 1 event per call to its own stream, on one new
+// store at `location` (a file or a URI); events/s.
+double threads_run(const Config& c, const fs::path& location, const Corpus& corpus) {
+  factum::EventStore store = factum::EventStore::open(location, store_options(c));
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> total{0};
+  std::vector<std::exception_ptr> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const std::string stream = "thread-" + std::to_string(t);
+        factum::EventData e = corpus.event();
+        std::uint64_t n = 0;
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        while (!stop.load(std::memory_order_relaxed)) {
+          e.id = factum::EventId::generate();
+          store.append(stream, factum::ExpectedVersion::any(), e);
+          ++n;
+        }
+        total.fetch_add(n);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+        stop.store(true);
+      }
+    });
+  }
+  while (ready.load() < kThreads) std::this_thread::yield();
+  const auto start = Clock::now();
+  go.store(true);
+  const auto limit =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.seconds));
+  while (Clock::now() < limit && !stop.load() && !bench::interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  check_interrupt();
+  const double rate = static_cast<double>(total.load()) / elapsed;
+  progress(c, "16 threads factum " + rate_text(rate));
+  return rate;
 }
 
 // 16 threads, each appending 1 event per call to its own stream, on one store.
@@ -336,52 +391,7 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
   std::vector<double> rates;
   for (int rep = 0; rep < c.reps && c.side != "raw"; ++rep) {
     const fs::path file = dir.fresh("threads");
-    {
-      factum::EventStore store = factum::EventStore::open(file, store_options(c));
-      std::atomic<int> ready{0};
-      std::atomic<bool> go{false};
-      std::atomic<bool> stop{false};
-      std::atomic<std::uint64_t> total{0};
-      std::vector<std::exception_ptr> errors(kThreads);
-      std::vector<std::thread> threads;
-      for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-          try {
-            const std::string stream = "thread-" + std::to_string(t);
-            factum::EventData e = corpus.event();
-            std::uint64_t n = 0;
-            ready.fetch_add(1);
-            while (!go.load()) std::this_thread::yield();
-            while (!stop.load(std::memory_order_relaxed)) {
-              e.id = factum::EventId::generate();
-              store.append(stream, factum::ExpectedVersion::any(), e);
-              ++n;
-            }
-            total.fetch_add(n);
-          } catch (...) {
-            errors[static_cast<std::size_t>(t)] = std::current_exception();
-            stop.store(true);
-          }
-        });
-      }
-      while (ready.load() < kThreads) std::this_thread::yield();
-      const auto start = Clock::now();
-      go.store(true);
-      const auto limit = start + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(c.seconds));
-      while (Clock::now() < limit && !stop.load() && !bench::interrupted()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      stop.store(true);
-      for (std::thread& t : threads) t.join();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      for (const auto& e : errors) {
-        if (e) std::rethrow_exception(e);
-      }
-      check_interrupt();
-      rates.push_back(static_cast<double>(total.load()) / elapsed);
-      progress(c, "16 threads factum " + rate_text(rates.back()));
-    }
+    rates.push_back(threads_run(c, file, corpus));
     TempDir::remove_db(file);
   }
   return rates;
@@ -392,51 +402,72 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
 // rows in the same order go to a factum store and to a raw file (whose ceiling for reading by
 // stream gets an index on (stream_id, stream_version)).
 struct ReadData {
-  fs::path factum_file;
+  fs::path factum_file;  // or the factum store's location (a URI)
   fs::path raw_file;
   std::uint64_t events = 0;
   std::vector<std::size_t> order;  // the streams in a shuffled order, read in that order
 };
 
+// Writes the read data to `store` and to `raw` (begin, insert, commit),
+// then indexes the raw table by stream; sets d.events and d.order.
+template <class Raw>
+void fill_logs(const Corpus& corpus, factum::EventStore& store, Raw& raw, ReadData& d) {
+  const std::size_t n = corpus.read_streams.size();
+  d.events = n * kStreamLength;
+  std::vector<std::uint64_t> versions(n);
+  for (std::size_t round = 0; round < kStreamLength / kFillChunk; ++round) {
+    for (std::size_t first = 0; first < n; first += kFillStreams) {
+      check_interrupt();
+      const std::size_t last = std::min(n, first + kFillStreams);
+      std::vector<factum::StreamAppend> appends;
+      raw.begin();
+      const std::int64_t now = now_us();
+      for (std::size_t s = first; s < last; ++s) {
+        factum::StreamAppend& a = appends.emplace_back();
+        a.stream = corpus.read_streams[s];
+        a.events.assign(kFillChunk, corpus.event());
+        for (factum::EventData& e : a.events) e.id = factum::EventId::generate();
+        for (std::size_t k = 0; k < kFillChunk; ++k) {
+          raw.insert(corpus.read_streams[s], ++versions[s], now);
+        }
+      }
+      raw.commit();
+      store.append_multi(appends);
+    }
+  }
+  raw.db().exec("CREATE INDEX events_by_stream ON events (stream_id, stream_version)");
+  d.order.resize(n);
+  std::iota(d.order.begin(), d.order.end(), std::size_t{0});
+  std::shuffle(d.order.begin(), d.order.end(), std::mt19937_64(7));
+}
+
 ReadData fill(const Config& c, TempDir& dir, const Corpus& corpus) {
   ReadData d;
   d.factum_file = dir.fresh("factum-read");
   d.raw_file = dir.fresh("raw-read");
-  const std::size_t n = corpus.read_streams.size();
-  d.events = n * kStreamLength;
-  {
-    factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    RawLog raw(d.raw_file, c, corpus);
-    std::vector<std::uint64_t> versions(n);
-    for (std::size_t round = 0; round < kStreamLength / kFillChunk; ++round) {
-      for (std::size_t first = 0; first < n; first += kFillStreams) {
-        check_interrupt();
-        const std::size_t last = std::min(n, first + kFillStreams);
-        std::vector<factum::StreamAppend> appends;
-        raw.begin();
-        const std::int64_t now = now_us();
-        for (std::size_t s = first; s < last; ++s) {
-          factum::StreamAppend& a = appends.emplace_back();
-          a.stream = corpus.read_streams[s];
-          a.events.assign(kFillChunk, corpus.event());
-          for (factum::EventData& e : a.events) e.id = factum::EventId::generate();
-          for (std::size_t k = 0; k < kFillChunk; ++k) {
-            raw.insert(corpus.read_streams[s], ++versions[s], now);
-          }
-        }
-        raw.commit();
-        store.append_multi(appends);
-      }
-    }
-    raw.db().exec("CREATE INDEX events_by_stream ON events (stream_id, stream_version)");
-  }
-  d.order.resize(n);
-  std::iota(d.order.begin(), d.order.end(), std::size_t{0});
-  std::shuffle(d.order.begin(), d.order.end(), std::mt19937_64(7));
+  factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  RawLog raw(d.raw_file, c, corpus);
+  fill_logs(corpus, store, raw, d);
   return d;
 }
 
 std::uint64_t g_sink = 0;  // keeps the reads from being optimised away
+
+// One timed run of factum's side of read_stream: whole streams through store.read_stream.
+double factum_read_stream_run(const Config& c, const ReadData& d, const Corpus& corpus) {
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+    std::size_t n = 0;
+    for (const factum::RecordedEvent& e : store.read_stream(stream)) {
+      g_sink += e.stream_version + e.payload.size();
+      ++n;
+    }
+    if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
+    return n;
+  });
+}
 
 // Reads whole 100-event streams, in a shuffled order: store.read_stream vs a prepared SELECT
 // by stream through an index.
@@ -460,21 +491,25 @@ Samples read_stream_case(const Config& c, const ReadData& d, const Corpus& corpu
       return rows.size();
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    std::size_t i = 0;
-    return timed(c.seconds, [&] {
-      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
-      std::size_t n = 0;
-      for (const factum::RecordedEvent& e : store.read_stream(stream)) {
-        g_sink += e.stream_version + e.payload.size();
-        ++n;
-      }
-      if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_stream_run(c, d, corpus); };
   return interleave(c, "read_stream", raw, factum);
+}
+
+// One timed run of factum's side of read_all: the whole log through store.read_all.
+double factum_read_all_run(const Config& c, const ReadData& d) {
+  const std::uint64_t want = d.events * (d.events + 1) / 2;  // sum of the positions
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  return timed(c.seconds, [&] {
+    std::uint64_t sum = 0;
+    std::uint64_t n = 0;
+    for (const factum::RecordedEvent& e : store.read_all()) {
+      sum += e.position;
+      g_sink += e.payload.size();
+      ++n;
+    }
+    if (sum != want) throw std::runtime_error("factum: read_all missed events");
+    return n;
+  });
 }
 
 // Reads the whole log in position order: store.read_all vs a full scan copying every column
@@ -503,20 +538,7 @@ Samples read_all_case(const Config& c, const ReadData& d) {
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    return timed(c.seconds, [&] {
-      std::uint64_t sum = 0;
-      std::uint64_t n = 0;
-      for (const factum::RecordedEvent& e : store.read_all()) {
-        sum += e.position;
-        g_sink += e.payload.size();
-        ++n;
-      }
-      if (sum != want) throw std::runtime_error("factum: read_all missed events");
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_all_run(c, d); };
   return interleave(c, "read_all", raw, factum);
 }
 
@@ -553,6 +575,19 @@ std::uint64_t touch_view(const factum::EventView& e) {
          e.previous_hash[0] + static_cast<std::uint64_t>(e.recorded_at.time_since_epoch().count());
 }
 
+// One timed run of factum's side of read_stream_view: whole streams through visit_stream.
+double factum_read_stream_view_run(const Config& c, const ReadData& d, const Corpus& corpus) {
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+    const std::uint64_t n =
+        store.visit_stream(stream, 1, [](const factum::EventView& e) { g_sink += touch_view(e); });
+    if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
+    return static_cast<std::size_t>(n);
+  });
+}
+
 // Reads whole 100-event streams without copying them: store.visit_stream vs the indexed SELECT
 // by stream stepped in place (touch_row).
 Samples read_stream_view_case(const Config& c, const ReadData& d, const Corpus& corpus) {
@@ -575,18 +610,23 @@ Samples read_stream_view_case(const Config& c, const ReadData& d, const Corpus& 
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    std::size_t i = 0;
-    return timed(c.seconds, [&] {
-      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
-      const std::uint64_t n = store.visit_stream(
-          stream, 1, [](const factum::EventView& e) { g_sink += touch_view(e); });
-      if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
-      return static_cast<std::size_t>(n);
-    });
-  };
+  auto factum = [&] { return factum_read_stream_view_run(c, d, corpus); };
   return interleave(c, "read_stream_view", raw, factum);
+}
+
+// One timed run of factum's side of read_all_view: the whole log through visit_all.
+double factum_read_all_view_run(const Config& c, const ReadData& d) {
+  const std::uint64_t want = d.events * (d.events + 1) / 2;  // sum of the positions
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  return timed(c.seconds, [&] {
+    std::uint64_t sum = 0;
+    const std::uint64_t n = store.visit_all(1, [&](const factum::EventView& e) {
+      sum += e.position;
+      g_sink += touch_view(e);
+    });
+    if (sum != want) throw std::runtime_error("factum: visit_all missed events");
+    return n;
+  });
 }
 
 // Reads the whole log in position order without copying: store.visit_all vs a full scan
@@ -609,19 +649,121 @@ Samples read_all_view_case(const Config& c, const ReadData& d) {
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    return timed(c.seconds, [&] {
-      std::uint64_t sum = 0;
-      const std::uint64_t n = store.visit_all(1, [&](const factum::EventView& e) {
-        sum += e.position;
-        g_sink += touch_view(e);
-      });
-      if (sum != want) throw std::runtime_error("factum: visit_all missed events");
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_all_view_run(c, d); };
   return interleave(c, "read_all_view", raw, factum);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends: how each case runs on one backend, and what its ceilings are
+
+// Each case's ceiling, as the table names it, and the target ratio (none: for information).
+struct Ceilings {
+  std::string append1;  // also the threads case's information row
+  std::optional<double> append1_target;
+  std::string append100;
+  std::optional<double> append100_target;
+  std::optional<double> threads_target;  // 16 threads against factum with 1
+  std::string read_stream;
+  std::optional<double> read_stream_target;
+  std::string read_stream_view;
+  std::optional<double> read_stream_view_target;
+  std::string read_all;
+  std::optional<double> read_all_target;
+  std::string read_all_view;
+  std::optional<double> read_all_view_target;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Ceilings ceilings() const = 0;
+  // The table's first line (what was measured against what, on what).
+  virtual std::string header() const = 0;
+  // The JSON object's first members, each on a line of its own ending with ",\n".
+  virtual std::string json_members() const = 0;
+
+  virtual Samples append(std::size_t per_call) = 0;
+  virtual std::vector<double> threads() = 0;
+  virtual void fill() = 0;  // writes the read cases' data; before any of them
+  virtual Samples read_stream() = 0;
+  virtual Samples read_stream_view() = 0;
+  virtual Samples read_all() = 0;
+  virtual Samples read_all_view() = 0;
+};
+
+std::string durability_name(factum::Durability d) {
+  return d == factum::Durability::full ? "full" : "normal";
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// Store files in a temporary directory against raw SQLite (raw_sqlite.hpp).
+class SqliteBackend final : public Backend {
+ public:
+  SqliteBackend(const Config& c, const Corpus& corpus)
+      : c_(c), corpus_(corpus), dir_(c.dir, "factum-bench") {}
+
+  Ceilings ceilings() const override {
+    // The write targets of docs/performance.md depend on the durability: with synchronous
+    // NORMAL a commit is cheap, so factum's own work per append weighs more and group commit
+    // gains less.
+    const bool full = c_.durability == factum::Durability::full;
+    return {"raw BEGIN;INSERT;COMMIT per row",
+            full ? 0.80 : 0.60,
+            "raw 100 rows per transaction",
+            full ? 0.35 : 0.60,
+            full ? 8.0 : 2.0,
+            "raw SELECT by stream (indexed), copied",
+            0.90,
+            "raw SELECT by stream (indexed), in place",
+            0.60,
+            "raw full scan in rowid order, copied",
+            0.90,
+            "raw full scan in rowid order, in place",
+            0.60};
+  }
+
+  std::string header() const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "factum_bench: durability %s (WAL, synchronous=%s), %u cores, SQLite %s, "
+                  "payload %zu B,\n",
+                  durability_name(c_.durability).c_str(),
+                  c_.durability == factum::Durability::full ? "FULL" : "NORMAL",
+                  std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize);
+    return buf;
+  }
+
+  std::string json_members() const override {
+    return "  \"durability\": " + json_string(durability_name(c_.durability)) + ",\n" +
+           "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n" +
+           "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+  }
+
+  Samples append(std::size_t per_call) override { return append_case(c_, dir_, corpus_, per_call); }
+  std::vector<double> threads() override { return threads_case(c_, dir_, corpus_); }
+  void fill() override { data_ = ::fill(c_, dir_, corpus_); }
+  Samples read_stream() override { return read_stream_case(c_, data_, corpus_); }
+  Samples read_stream_view() override { return read_stream_view_case(c_, data_, corpus_); }
+  Samples read_all() override { return read_all_case(c_, data_); }
+  Samples read_all_view() override { return read_all_view_case(c_, data_); }
+
+ private:
+  const Config& c_;
+  const Corpus& corpus_;
+  TempDir dir_;
+  ReadData data_;
+};
+
+std::unique_ptr<Backend> make_backend(const Config& c, const Corpus& corpus) {
+  return std::make_unique<SqliteBackend>(c, corpus);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -645,17 +787,10 @@ struct Result {
   }
 };
 
-std::string durability_name(factum::Durability d) {
-  return d == factum::Durability::full ? "full" : "normal";
-}
-
-void print_table(const Config& c, const std::vector<Result>& results) {
-  std::printf(
-      "factum_bench: durability %s (WAL, synchronous=%s), %u cores, SQLite %s, payload %zu B,\n"
-      "best of %d x %.1f s per side; ratio = events/s / ceiling events/s\n\n",
-      durability_name(c.durability).c_str(),
-      c.durability == factum::Durability::full ? "FULL" : "NORMAL",
-      std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize, c.reps, c.seconds);
+void print_table(const Config& c, const Backend& backend, const std::vector<Result>& results) {
+  std::fputs(backend.header().c_str(), stdout);
+  std::printf("best of %d x %.1f s per side; ratio = events/s / ceiling events/s\n\n", c.reps,
+              c.seconds);
   std::printf("%-28s %12s %14s %7s %8s %6s  %s\n", "case", "events/s", "ceiling ev/s", "ratio",
               "target", "result", "ceiling");
   for (const Result& r : results) {
@@ -667,15 +802,6 @@ void print_table(const Config& c, const std::vector<Result>& results) {
   }
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 std::string json_list(const std::vector<double>& values) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -684,11 +810,9 @@ std::string json_list(const std::vector<double>& values) {
   return out + "]";
 }
 
-void print_json(const Config& c, const std::vector<Result>& results) {
+void print_json(const Config& c, const Backend& backend, const std::vector<Result>& results) {
   std::string out = "{\n";
-  out += "  \"durability\": " + json_string(durability_name(c.durability)) + ",\n";
-  out += "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n";
-  out += "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+  out += backend.json_members();
   out += "  \"payload_bytes\": " + std::to_string(kPayloadSize) + ",\n";
   out += "  \"seconds_per_run\": " + json_number(c.seconds) + ",\n";
   out += "  \"reps\": " + std::to_string(c.reps) + ",\n";
@@ -710,47 +834,41 @@ void print_json(const Config& c, const std::vector<Result>& results) {
 }
 
 int run(const Config& c) {
-  TempDir dir(c.dir, "factum-bench");
   const Corpus corpus(c);
+  const std::unique_ptr<Backend> backend = make_backend(c, corpus);
+  const Ceilings ceilings = backend->ceilings();
   std::vector<Result> results;
   auto want = [&](std::string_view name) { return c.only.empty() || c.only == name; };
   auto stage = [&](const std::string& what) { std::cerr << "factum_bench: " << what << "\n"; };
 
-  // The write targets of docs/performance.md depend on the durability: with synchronous NORMAL
-  // a commit is cheap, so factum's own work per append weighs more and group commit gains less.
-  const bool full = c.durability == factum::Durability::full;
-  const double append1_target = full ? 0.80 : 0.60;
-  const double append100_target = full ? 0.35 : 0.60;
-  const double threads_target = full ? 8.0 : 2.0;
-
   std::optional<Samples> one;
   if (want("append1")) {
     stage("append, 1 event per call");
-    one = append_case(c, dir, corpus, 1);
+    one = backend->append(1);
     results.push_back({"append_1_per_call", "append 1 event/call", one->best_factum(),
-                       one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", append1_target,
-                       one->factum, one->ceiling});
+                       one->best_ceiling(), ceilings.append1, ceilings.append1_target, one->factum,
+                       one->ceiling});
   }
 
   if (want("append100")) {
     stage("append, 100 events per call");
-    const Samples hundred = append_case(c, dir, corpus, 100);
+    const Samples hundred = backend->append(100);
     results.push_back({"append_100_per_call", "append 100 events/call", hundred.best_factum(),
-                       hundred.best_ceiling(), "raw 100 rows per transaction", append100_target,
+                       hundred.best_ceiling(), ceilings.append100, ceilings.append100_target,
                        hundred.factum, hundred.ceiling});
   }
 
   if (want("threads")) {
     stage("16 threads, 1 event per call");
-    const std::vector<double> threads = threads_case(c, dir, corpus);
+    const std::vector<double> threads = backend->threads();
     const double best = Samples::best(threads);
     if (one) {
       results.push_back({"threads_16_vs_1_per_call", "16 threads x 1 event/call", best,
-                         one->best_factum(), "factum 1 event/call (1 thread)", threads_target,
-                         threads, one->factum});
+                         one->best_factum(), "factum 1 event/call (1 thread)",
+                         ceilings.threads_target, threads, one->factum});
       results.push_back({"threads_16_vs_raw_single_row", "16 threads vs raw commits", best,
-                         one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", std::nullopt,
-                         threads, one->ceiling});
+                         one->best_ceiling(), ceilings.append1, std::nullopt, threads,
+                         one->ceiling});
     } else {
       results.push_back({"threads_16",
                          "16 threads x 1 event/call",
@@ -766,39 +884,40 @@ int run(const Config& c) {
   if (want("read_stream") || want("read_stream_view") || want("read_all") ||
       want("read_all_view")) {
     stage("writing " + std::to_string(c.streams) + " streams of 100 events to read");
-    const ReadData data = fill(c, dir, corpus);
+    backend->fill();
     if (want("read_stream")) {
       stage("read_stream");
-      const Samples streams = read_stream_case(c, data, corpus);
+      const Samples streams = backend->read_stream();
       results.push_back({"read_stream_100", "read_stream (100 events)", streams.best_factum(),
-                         streams.best_ceiling(), "raw SELECT by stream (indexed), copied", 0.90,
+                         streams.best_ceiling(), ceilings.read_stream, ceilings.read_stream_target,
                          streams.factum, streams.ceiling});
     }
     if (want("read_stream_view")) {
       stage("read_stream_view");
-      const Samples streams = read_stream_view_case(c, data, corpus);
+      const Samples streams = backend->read_stream_view();
       results.push_back({"read_stream_view_100", "visit_stream (100 events)", streams.best_factum(),
-                         streams.best_ceiling(), "raw SELECT by stream (indexed), in place", 0.60,
-                         streams.factum, streams.ceiling});
+                         streams.best_ceiling(), ceilings.read_stream_view,
+                         ceilings.read_stream_view_target, streams.factum, streams.ceiling});
     }
     if (want("read_all")) {
       stage("read_all");
-      const Samples all = read_all_case(c, data);
+      const Samples all = backend->read_all();
       results.push_back({"read_all", "read_all", all.best_factum(), all.best_ceiling(),
-                         "raw full scan in rowid order, copied", 0.90, all.factum, all.ceiling});
+                         ceilings.read_all, ceilings.read_all_target, all.factum, all.ceiling});
     }
     if (want("read_all_view")) {
       stage("read_all_view");
-      const Samples all = read_all_view_case(c, data);
+      const Samples all = backend->read_all_view();
       results.push_back({"read_all_view", "visit_all", all.best_factum(), all.best_ceiling(),
-                         "raw full scan in rowid order, in place", 0.60, all.factum, all.ceiling});
+                         ceilings.read_all_view, ceilings.read_all_view_target, all.factum,
+                         all.ceiling});
     }
   }
 
   if (c.json) {
-    print_json(c, results);
+    print_json(c, *backend, results);
   } else {
-    print_table(c, results);
+    print_table(c, *backend, results);
   }
   const bool missed = std::any_of(results.begin(), results.end(),
                                   [](const Result& r) { return r.status() == "MISS"; });
