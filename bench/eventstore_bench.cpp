@@ -1,4 +1,4 @@
-// bench/eventstore_bench.cpp — factum's EventStore against the raw SQLite ceiling.
+// bench/eventstore_bench.cpp — factum's EventStore against the raw SQLite (or libpq) ceiling.
 //
 // Measures, in one run on one machine, the events per second of factum and of plain SQLite
 // doing the same work with the same rows (200-byte payloads) and the same durability (WAL,
@@ -7,14 +7,19 @@
 // removed at exit. Raw and factum runs of a case are interleaved and repeated (--reps); the
 // best run of each side counts, since the machine may be shared and noisy.
 //
+// With --backend postgres, the same cases run against a store on a PostgreSQL server, each
+// measurement in a fresh schema (created and dropped by the bench), and the ceilings are plain
+// libpq (bench/raw_postgres.hpp) writing and reading the same rows in schemas of their own.
+//
 //   factum_bench [--durability full|normal] [--quick] [--json] [--strict] [--verbose]
 //                [--seconds S] [--reps N] [--streams N] [--dir DIR] [--case NAME]
-//                [--side raw|factum]
+//                [--side raw|factum] [--backend sqlite|postgres] [--pg-uri URI]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -30,6 +35,9 @@
 #include "factum/factum.hpp"
 #include "raw_sqlite.hpp"
 #include "support.hpp"
+#ifdef FACTUM_HAVE_POSTGRES
+#include "raw_postgres.hpp"
+#endif
 
 namespace {
 
@@ -66,12 +74,20 @@ struct Config {
   fs::path dir;      // parent of the temporary directory
   std::string only;  // run only this case (for profiling); empty: all
   std::string side;  // time only this side, "raw" or "factum" (for profiling); empty: both
+  std::string backend = "sqlite";  // or "postgres"
+  std::string pg_uri;              // the server of --backend postgres
 };
+
+// How to get a server for --backend postgres.
+constexpr const char* kPgServerHint =
+    "To start a private server: scripts/pg-test-cluster.sh start DIR (it writes the server's "
+    "URI to DIR/uri), then run with --pg-uri \"$(cat DIR/uri)\".";
 
 Config parse(int argc, char** argv) {
   Config c;
   std::string dir;
-  CLI::App app("measures factum's EventStore against raw SQLite", "factum_bench");
+  CLI::App app("measures factum's EventStore against raw SQLite (or raw libpq, --backend postgres)",
+               "factum_bench");
   bench::cli_defaults(app);
   bench::add_durability(app, c.durability,
                         "synchronous FULL (default) or NORMAL, for factum and raw alike");
@@ -93,10 +109,41 @@ Config parse(int argc, char** argv) {
       ->type_name("NAME")
       ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_stream_view",
                              "read_all", "read_all_view"}));
-  app.add_option("--side", c.side, "time only raw SQLite or only factum (to profile it)")
+  app.add_option("--side", c.side, "time only the raw ceiling or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
+  app.add_option("--backend", c.backend,
+                 "sqlite (default): store files against raw SQLite; postgres: stores on the "
+                 "server of --pg-uri against raw libpq")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"sqlite", "postgres"}));
+  app.add_option("--pg-uri", c.pg_uri,
+                 "the PostgreSQL server of --backend postgres, a postgresql:// URI (default "
+                 "$FACTUM_BENCH_PG_URI); the bench works in schemas it creates and drops")
+      ->type_name("URI");
   bench::parse_or_exit(app, argc, argv);
+  if (c.backend == "postgres") {
+#ifndef FACTUM_HAVE_POSTGRES
+    std::cerr << "factum_bench: --backend postgres: this factum_bench was built without "
+                 "PostgreSQL support (CMake found no libpq): install libpq-dev and configure "
+                 "again\n";
+    std::exit(2);
+#endif
+    if (c.pg_uri.empty()) {
+      if (const char* env = std::getenv("FACTUM_BENCH_PG_URI")) c.pg_uri = env;
+    }
+    if (c.pg_uri.empty()) {
+      std::cerr << "factum_bench: --backend postgres needs a server: give --pg-uri URI or set "
+                   "FACTUM_BENCH_PG_URI. "
+                << kPgServerHint << "\n";
+      std::exit(2);
+    }
+    if (!c.pg_uri.starts_with("postgresql://") && !c.pg_uri.starts_with("postgres://")) {
+      std::cerr << "factum_bench: --pg-uri must be a libpq URI starting with postgresql:// or "
+                   "postgres://\n";
+      std::exit(2);
+    }
+  }
   if (c.quick) {  // explicit values win over --quick's
     if (seconds->count() == 0) c.seconds = 0.3;
     if (reps->count() == 0) c.reps = 1;
@@ -402,13 +449,13 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
 // rows in the same order go to a factum store and to a raw file (whose ceiling for reading by
 // stream gets an index on (stream_id, stream_version)).
 struct ReadData {
-  fs::path factum_file;  // or the factum store's location (a URI)
-  fs::path raw_file;
+  fs::path factum_file;  // or the factum store's URI (--backend postgres)
+  fs::path raw_file;     // or the raw schema's URI
   std::uint64_t events = 0;
   std::vector<std::size_t> order;  // the streams in a shuffled order, read in that order
 };
 
-// Writes the read data to `store` and to `raw` (begin, insert, commit),
+// Writes the read data to `store` and to `raw` (a RawLog or a RawPgLog: begin, insert, commit),
 // then indexes the raw table by stream; sets d.events and d.order.
 template <class Raw>
 void fill_logs(const Corpus& corpus, factum::EventStore& store, Raw& raw, ReadData& d) {
@@ -762,7 +809,233 @@ class SqliteBackend final : public Backend {
   ReadData data_;
 };
 
+#ifdef FACTUM_HAVE_POSTGRES
+
+using bench::PgParams;
+using bench::PgRes;
+using bench::PgSchema;
+using bench::RawPg;
+using bench::RawPgLog;
+
+// Stores on a PostgreSQL server, each in a schema of its own, against raw libpq
+// (raw_postgres.hpp) writing and reading the same rows in other schemas. Every schema is
+// created for one measurement and dropped after it.
+class PostgresBackend final : public Backend {
+ public:
+  PostgresBackend(const Config& c, const Corpus& corpus)
+      : c_(c), corpus_(corpus), admin_(connect(c.pg_uri)) {
+    server_ = admin_->value("SHOW server_version");
+    server_ = server_.substr(0, server_.find(' '));  // "15.18", without the packager's words
+    fsync_ = admin_->value("SHOW fsync");
+  }
+
+  Ceilings ceilings() const override {
+    return {"raw autocommit INSERT per row",
+            0.70,
+            "raw pipelined 100-row transaction",
+            0.40,
+            5.0,
+            "raw SELECT by stream (indexed), copied",
+            std::nullopt,
+            "raw SELECT by stream (indexed), in place",
+            std::nullopt,
+            "raw ordered scan, binary, copied",
+            0.50,
+            "raw ordered scan, binary, in place",
+            0.50};
+  }
+
+  std::string header() const override {
+    const bool full = c_.durability == factum::Durability::full;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "factum_bench: PostgreSQL %s (fsync %s), durability %s "
+                  "(synchronous_commit=%s), %u cores, libpq %d, payload %zu B,\n",
+                  server_.c_str(), fsync_.c_str(), durability_name(c_.durability).c_str(),
+                  full ? "on" : "off", std::thread::hardware_concurrency(), PQlibVersion(),
+                  kPayloadSize);
+    return buf;
+  }
+
+  std::string json_members() const override {
+    return "  \"backend\": \"postgres\",\n  \"durability\": " +
+           json_string(durability_name(c_.durability)) + ",\n" +
+           "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n" +
+           "  \"postgres\": " + json_string(server_) + ",\n" +
+           "  \"fsync\": " + json_string(fsync_) + ",\n" +
+           "  \"libpq\": " + std::to_string(PQlibVersion()) + ",\n";
+  }
+
+  // 1 event per call against autocommit INSERTs (one round trip, one commit per row); 100
+  // events per call against pipelined transactions of 100 INSERTs (one round trip).
+  Samples append(std::size_t per_call) override {
+    const std::string name = "append " + std::to_string(per_call) + "/call";
+    auto raw = [&] {
+      const PgSchema schema(*admin_, c_.pg_uri, "raw");
+      RawPgLog log(schema.uri(), c_.durability, corpus_.payload, corpus_.hash, kType);
+      std::vector<std::uint64_t> versions(kWriteStreams);
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::size_t s = i++ % kWriteStreams;
+        if (per_call == 1) {
+          log.insert_commit(corpus_.write_streams[s], ++versions[s], now_us());
+        } else {
+          log.append(corpus_.write_streams[s], versions[s], per_call);
+        }
+        return per_call;
+      });
+    };
+    auto factum = [&] {
+      const PgSchema schema(*admin_, c_.pg_uri, "factum");
+      return factum_append_run(c_, schema.uri(), corpus_, per_call);
+    };
+    return interleave(c_, name, raw, factum);
+  }
+
+  std::vector<double> threads() override {
+    std::vector<double> rates;
+    for (int rep = 0; rep < c_.reps && c_.side != "raw"; ++rep) {
+      const PgSchema schema(*admin_, c_.pg_uri, "threads");
+      rates.push_back(threads_run(c_, schema.uri(), corpus_));
+    }
+    return rates;
+  }
+
+  // The same rows as the SQLite fill, to a factum store and to a raw table (pipelined, 1,000
+  // rows per transaction); then VACUUM (ANALYZE) of both schemas, so that neither side's reads
+  // set hint bits or run on missing statistics.
+  void fill() override {
+    factum_schema_ = std::make_unique<PgSchema>(*admin_, c_.pg_uri, "factum_read");
+    raw_schema_ = std::make_unique<PgSchema>(*admin_, c_.pg_uri, "raw_read");
+    data_.factum_file = factum_schema_->uri();
+    data_.raw_file = raw_schema_->uri();
+    {
+      factum::EventStore store = factum::EventStore::open(data_.factum_file, store_options(c_));
+      RawPgLog raw(raw_schema_->uri(), c_.durability, corpus_.payload, corpus_.hash, kType);
+      fill_logs(corpus_, store, raw, data_);
+    }
+    factum_schema_->vacuum_analyze();
+    raw_schema_->vacuum_analyze();
+  }
+
+  // Whole 100-event streams in a shuffled order: store.read_stream vs one SELECT by stream
+  // through an index, every column copied out.
+  Samples read_stream() override {
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      PgParams p;
+      std::vector<factum::RecordedEvent> rows;
+      rows.reserve(kStreamLength);
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::string& stream = corpus_.read_streams[data_.order[i++ % data_.order.size()]];
+        const PgRes r = db.run(bench::kRawPgByStream, p.clear().text(stream).i64(1));
+        rows.clear();
+        for (int row = 0; row < r.rows(); ++row) copy_row(r.get(), row, rows.emplace_back());
+        for (const factum::RecordedEvent& e : rows) g_sink += e.stream_version + e.payload.size();
+        if (rows.size() != kStreamLength) throw std::runtime_error("raw: short stream " + stream);
+        return rows.size();
+      });
+    };
+    auto factum = [&] { return factum_read_stream_run(c_, data_, corpus_); };
+    return interleave(c_, "read_stream", raw, factum);
+  }
+
+  // The same without copying: store.visit_stream vs the SELECT's rows touched in place.
+  Samples read_stream_view() override {
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      PgParams p;
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::string& stream = corpus_.read_streams[data_.order[i++ % data_.order.size()]];
+        const PgRes r = db.run(bench::kRawPgByStream, p.clear().text(stream).i64(1));
+        for (int row = 0; row < r.rows(); ++row) g_sink += bench::touch_row(r.get(), row);
+        const auto n = static_cast<std::size_t>(r.rows());
+        if (n != kStreamLength) throw std::runtime_error("raw: short stream " + stream);
+        return n;
+      });
+    };
+    auto factum = [&] { return factum_read_stream_view_run(c_, data_, corpus_); };
+    return interleave(c_, "read_stream_view", raw, factum);
+  }
+
+  // The whole log in position order: store.read_all vs one ordered SELECT of the whole table
+  // (binary results), every column copied out in batches of factum's read page size.
+  Samples read_all() override {
+    const std::uint64_t want = data_.events * (data_.events + 1) / 2;  // sum of the positions
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      const PgParams none;
+      const std::size_t page = factum::StoreOptions{}.read_page_size;
+      std::vector<factum::RecordedEvent> rows;
+      rows.reserve(page);
+      return timed(c_.seconds, [&] {
+        const PgRes r = db.run(bench::kRawPgScan, none);
+        std::uint64_t sum = 0;
+        for (int row = 0; row < r.rows(); ++row) {
+          if (rows.size() == page) rows.clear();
+          factum::RecordedEvent& e = rows.emplace_back();
+          copy_row(r.get(), row, e);
+          sum += e.position;
+          g_sink += e.payload.size();
+        }
+        if (sum != want) throw std::runtime_error("raw: the scan missed events");
+        return static_cast<std::uint64_t>(r.rows());
+      });
+    };
+    auto factum = [&] { return factum_read_all_run(c_, data_); };
+    return interleave(c_, "read_all", raw, factum);
+  }
+
+  // The same without copying: store.visit_all vs the scan's rows touched in place.
+  Samples read_all_view() override {
+    const std::uint64_t want = data_.events * (data_.events + 1) / 2;  // sum of the positions
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      const PgParams none;
+      return timed(c_.seconds, [&] {
+        const PgRes r = db.run(bench::kRawPgScan, none);
+        std::uint64_t sum = 0;
+        for (int row = 0; row < r.rows(); ++row) {
+          sum += static_cast<std::uint64_t>(bench::pg_int64(r.get(), row, 0));
+          g_sink += bench::touch_row(r.get(), row);
+        }
+        if (sum != want) throw std::runtime_error("raw: the scan missed events");
+        return static_cast<std::uint64_t>(r.rows());
+      });
+    };
+    auto factum = [&] { return factum_read_all_view_run(c_, data_); };
+    return interleave(c_, "read_all_view", raw, factum);
+  }
+
+ private:
+  // The connection that creates and drops the schemas; a failure to connect says how to start
+  // a server.
+  static std::unique_ptr<RawPg> connect(const std::string& uri) {
+    try {
+      return std::make_unique<RawPg>(uri);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "\n" + kPgServerHint);
+    }
+  }
+
+  const Config& c_;
+  const Corpus& corpus_;
+  std::unique_ptr<RawPg> admin_;  // outlives every schema below
+  std::string server_;
+  std::string fsync_;
+  std::unique_ptr<PgSchema> factum_schema_;  // the read cases' data
+  std::unique_ptr<PgSchema> raw_schema_;
+  ReadData data_;
+};
+
+#endif  // FACTUM_HAVE_POSTGRES
+
 std::unique_ptr<Backend> make_backend(const Config& c, const Corpus& corpus) {
+#ifdef FACTUM_HAVE_POSTGRES
+  if (c.backend == "postgres") return std::make_unique<PostgresBackend>(c, corpus);
+#endif
   return std::make_unique<SqliteBackend>(c, corpus);
 }
 
