@@ -1,4 +1,4 @@
-// bench/eventstore_bench.cpp — factum's EventStore against the raw SQLite ceiling.
+// bench/eventstore_bench.cpp — factum's EventStore against the raw SQLite (or libpq) ceiling.
 //
 // Measures, in one run on one machine, the events per second of factum and of plain SQLite
 // doing the same work with the same rows (200-byte payloads) and the same durability (WAL,
@@ -7,16 +7,22 @@
 // removed at exit. Raw and factum runs of a case are interleaved and repeated (--reps); the
 // best run of each side counts, since the machine may be shared and noisy.
 //
+// With --backend postgres, the same cases run against a store on a PostgreSQL server, each
+// measurement in a fresh schema (created and dropped by the bench), and the ceilings are plain
+// libpq (bench/raw_postgres.hpp) writing and reading the same rows in schemas of their own.
+//
 //   factum_bench [--durability full|normal] [--quick] [--json] [--strict] [--verbose]
 //                [--seconds S] [--reps N] [--streams N] [--dir DIR] [--case NAME]
-//                [--side raw|factum]
+//                [--side raw|factum] [--backend sqlite|postgres] [--pg-uri URI]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -29,6 +35,9 @@
 #include "factum/factum.hpp"
 #include "raw_sqlite.hpp"
 #include "support.hpp"
+#ifdef FACTUM_HAVE_POSTGRES
+#include "raw_postgres.hpp"
+#endif
 
 namespace {
 
@@ -65,12 +74,20 @@ struct Config {
   fs::path dir;      // parent of the temporary directory
   std::string only;  // run only this case (for profiling); empty: all
   std::string side;  // time only this side, "raw" or "factum" (for profiling); empty: both
+  std::string backend = "sqlite";  // or "postgres"
+  std::string pg_uri;              // the server of --backend postgres
 };
+
+// How to get a server for --backend postgres.
+constexpr const char* kPgServerHint =
+    "To start a private server: scripts/pg-test-cluster.sh start DIR (it writes the server's "
+    "URI to DIR/uri), then run with --pg-uri \"$(cat DIR/uri)\".";
 
 Config parse(int argc, char** argv) {
   Config c;
   std::string dir;
-  CLI::App app("measures factum's EventStore against raw SQLite", "factum_bench");
+  CLI::App app("measures factum's EventStore against raw SQLite (or raw libpq, --backend postgres)",
+               "factum_bench");
   bench::cli_defaults(app);
   bench::add_durability(app, c.durability,
                         "synchronous FULL (default) or NORMAL, for factum and raw alike");
@@ -92,10 +109,41 @@ Config parse(int argc, char** argv) {
       ->type_name("NAME")
       ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_stream_view",
                              "read_all", "read_all_view"}));
-  app.add_option("--side", c.side, "time only raw SQLite or only factum (to profile it)")
+  app.add_option("--side", c.side, "time only the raw ceiling or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
+  app.add_option("--backend", c.backend,
+                 "sqlite (default): store files against raw SQLite; postgres: stores on the "
+                 "server of --pg-uri against raw libpq")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"sqlite", "postgres"}));
+  app.add_option("--pg-uri", c.pg_uri,
+                 "the PostgreSQL server of --backend postgres, a postgresql:// URI (default "
+                 "$FACTUM_BENCH_PG_URI); the bench works in schemas it creates and drops")
+      ->type_name("URI");
   bench::parse_or_exit(app, argc, argv);
+  if (c.backend == "postgres") {
+#ifndef FACTUM_HAVE_POSTGRES
+    std::cerr << "factum_bench: --backend postgres: this factum_bench was built without "
+                 "PostgreSQL support (CMake found no libpq): install libpq-dev and configure "
+                 "again\n";
+    std::exit(2);
+#endif
+    if (c.pg_uri.empty()) {
+      if (const char* env = std::getenv("FACTUM_BENCH_PG_URI")) c.pg_uri = env;
+    }
+    if (c.pg_uri.empty()) {
+      std::cerr << "factum_bench: --backend postgres needs a server: give --pg-uri URI or set "
+                   "FACTUM_BENCH_PG_URI. "
+                << kPgServerHint << "\n";
+      std::exit(2);
+    }
+    if (!c.pg_uri.starts_with("postgresql://") && !c.pg_uri.starts_with("postgres://")) {
+      std::cerr << "factum_bench: --pg-uri must be a libpq URI starting with postgresql:// or "
+                   "postgres://\n";
+      std::exit(2);
+    }
+  }
   if (c.quick) {  // explicit values win over --quick's
     if (seconds->count() == 0) c.seconds = 0.3;
     if (reps->count() == 0) c.reps = 1;
@@ -294,6 +342,18 @@ Samples interleave(const Config& c, const std::string& name, Raw&& raw, Factum&&
 // ---------------------------------------------------------------------------------------------
 // The cases
 
+// One timed run of factum's side of the append cases: `per_call` events per append,
+// round-robin over 100 streams, into a new store at `location` (a file or a URI).
+double factum_append_run(const Config& c, const fs::path& location, const Corpus& corpus,
+                         std::size_t per_call) {
+  FactumLog log(location, c, corpus, per_call);
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    log.append(corpus.write_streams[i++ % kWriteStreams]);
+    return per_call;
+  });
+}
+
 // `per_call` events per append, round-robin over 100 streams, vs raw transactions of as many
 // rows.
 Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::size_t per_call) {
@@ -316,19 +376,61 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
   };
   auto factum = [&] {
     const fs::path file = dir.fresh("factum");
-    double rate = 0;
-    {
-      FactumLog log(file, c, corpus, per_call);
-      std::size_t i = 0;
-      rate = timed(c.seconds, [&] {
-        log.append(corpus.write_streams[i++ % kWriteStreams]);
-        return per_call;
-      });
-    }
+    const double rate = factum_append_run(c, file, corpus, per_call);
     TempDir::remove_db(file);
     return rate;
   };
   return interleave(c, name, raw, factum);
+}
+
+// One timed run of 16 threads, each appending 1 event per call to its own stream, on one new
+// store at `location` (a file or a URI); events/s.
+double threads_run(const Config& c, const fs::path& location, const Corpus& corpus) {
+  factum::EventStore store = factum::EventStore::open(location, store_options(c));
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> total{0};
+  std::vector<std::exception_ptr> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const std::string stream = "thread-" + std::to_string(t);
+        factum::EventData e = corpus.event();
+        std::uint64_t n = 0;
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        while (!stop.load(std::memory_order_relaxed)) {
+          e.id = factum::EventId::generate();
+          store.append(stream, factum::ExpectedVersion::any(), e);
+          ++n;
+        }
+        total.fetch_add(n);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+        stop.store(true);
+      }
+    });
+  }
+  while (ready.load() < kThreads) std::this_thread::yield();
+  const auto start = Clock::now();
+  go.store(true);
+  const auto limit =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.seconds));
+  while (Clock::now() < limit && !stop.load() && !bench::interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  check_interrupt();
+  const double rate = static_cast<double>(total.load()) / elapsed;
+  progress(c, "16 threads factum " + rate_text(rate));
+  return rate;
 }
 
 // 16 threads, each appending 1 event per call to its own stream, on one store.
@@ -336,52 +438,7 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
   std::vector<double> rates;
   for (int rep = 0; rep < c.reps && c.side != "raw"; ++rep) {
     const fs::path file = dir.fresh("threads");
-    {
-      factum::EventStore store = factum::EventStore::open(file, store_options(c));
-      std::atomic<int> ready{0};
-      std::atomic<bool> go{false};
-      std::atomic<bool> stop{false};
-      std::atomic<std::uint64_t> total{0};
-      std::vector<std::exception_ptr> errors(kThreads);
-      std::vector<std::thread> threads;
-      for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-          try {
-            const std::string stream = "thread-" + std::to_string(t);
-            factum::EventData e = corpus.event();
-            std::uint64_t n = 0;
-            ready.fetch_add(1);
-            while (!go.load()) std::this_thread::yield();
-            while (!stop.load(std::memory_order_relaxed)) {
-              e.id = factum::EventId::generate();
-              store.append(stream, factum::ExpectedVersion::any(), e);
-              ++n;
-            }
-            total.fetch_add(n);
-          } catch (...) {
-            errors[static_cast<std::size_t>(t)] = std::current_exception();
-            stop.store(true);
-          }
-        });
-      }
-      while (ready.load() < kThreads) std::this_thread::yield();
-      const auto start = Clock::now();
-      go.store(true);
-      const auto limit = start + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(c.seconds));
-      while (Clock::now() < limit && !stop.load() && !bench::interrupted()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      stop.store(true);
-      for (std::thread& t : threads) t.join();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      for (const auto& e : errors) {
-        if (e) std::rethrow_exception(e);
-      }
-      check_interrupt();
-      rates.push_back(static_cast<double>(total.load()) / elapsed);
-      progress(c, "16 threads factum " + rate_text(rates.back()));
-    }
+    rates.push_back(threads_run(c, file, corpus));
     TempDir::remove_db(file);
   }
   return rates;
@@ -392,51 +449,72 @@ std::vector<double> threads_case(const Config& c, TempDir& dir, const Corpus& co
 // rows in the same order go to a factum store and to a raw file (whose ceiling for reading by
 // stream gets an index on (stream_id, stream_version)).
 struct ReadData {
-  fs::path factum_file;
-  fs::path raw_file;
+  fs::path factum_file;  // or the factum store's URI (--backend postgres)
+  fs::path raw_file;     // or the raw schema's URI
   std::uint64_t events = 0;
   std::vector<std::size_t> order;  // the streams in a shuffled order, read in that order
 };
+
+// Writes the read data to `store` and to `raw` (a RawLog or a RawPgLog: begin, insert, commit),
+// then indexes the raw table by stream; sets d.events and d.order.
+template <class Raw>
+void fill_logs(const Corpus& corpus, factum::EventStore& store, Raw& raw, ReadData& d) {
+  const std::size_t n = corpus.read_streams.size();
+  d.events = n * kStreamLength;
+  std::vector<std::uint64_t> versions(n);
+  for (std::size_t round = 0; round < kStreamLength / kFillChunk; ++round) {
+    for (std::size_t first = 0; first < n; first += kFillStreams) {
+      check_interrupt();
+      const std::size_t last = std::min(n, first + kFillStreams);
+      std::vector<factum::StreamAppend> appends;
+      raw.begin();
+      const std::int64_t now = now_us();
+      for (std::size_t s = first; s < last; ++s) {
+        factum::StreamAppend& a = appends.emplace_back();
+        a.stream = corpus.read_streams[s];
+        a.events.assign(kFillChunk, corpus.event());
+        for (factum::EventData& e : a.events) e.id = factum::EventId::generate();
+        for (std::size_t k = 0; k < kFillChunk; ++k) {
+          raw.insert(corpus.read_streams[s], ++versions[s], now);
+        }
+      }
+      raw.commit();
+      store.append_multi(appends);
+    }
+  }
+  raw.db().exec("CREATE INDEX events_by_stream ON events (stream_id, stream_version)");
+  d.order.resize(n);
+  std::iota(d.order.begin(), d.order.end(), std::size_t{0});
+  std::shuffle(d.order.begin(), d.order.end(), std::mt19937_64(7));
+}
 
 ReadData fill(const Config& c, TempDir& dir, const Corpus& corpus) {
   ReadData d;
   d.factum_file = dir.fresh("factum-read");
   d.raw_file = dir.fresh("raw-read");
-  const std::size_t n = corpus.read_streams.size();
-  d.events = n * kStreamLength;
-  {
-    factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    RawLog raw(d.raw_file, c, corpus);
-    std::vector<std::uint64_t> versions(n);
-    for (std::size_t round = 0; round < kStreamLength / kFillChunk; ++round) {
-      for (std::size_t first = 0; first < n; first += kFillStreams) {
-        check_interrupt();
-        const std::size_t last = std::min(n, first + kFillStreams);
-        std::vector<factum::StreamAppend> appends;
-        raw.begin();
-        const std::int64_t now = now_us();
-        for (std::size_t s = first; s < last; ++s) {
-          factum::StreamAppend& a = appends.emplace_back();
-          a.stream = corpus.read_streams[s];
-          a.events.assign(kFillChunk, corpus.event());
-          for (factum::EventData& e : a.events) e.id = factum::EventId::generate();
-          for (std::size_t k = 0; k < kFillChunk; ++k) {
-            raw.insert(corpus.read_streams[s], ++versions[s], now);
-          }
-        }
-        raw.commit();
-        store.append_multi(appends);
-      }
-    }
-    raw.db().exec("CREATE INDEX events_by_stream ON events (stream_id, stream_version)");
-  }
-  d.order.resize(n);
-  std::iota(d.order.begin(), d.order.end(), std::size_t{0});
-  std::shuffle(d.order.begin(), d.order.end(), std::mt19937_64(7));
+  factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  RawLog raw(d.raw_file, c, corpus);
+  fill_logs(corpus, store, raw, d);
   return d;
 }
 
 std::uint64_t g_sink = 0;  // keeps the reads from being optimised away
+
+// One timed run of factum's side of read_stream: whole streams through store.read_stream.
+double factum_read_stream_run(const Config& c, const ReadData& d, const Corpus& corpus) {
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+    std::size_t n = 0;
+    for (const factum::RecordedEvent& e : store.read_stream(stream)) {
+      g_sink += e.stream_version + e.payload.size();
+      ++n;
+    }
+    if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
+    return n;
+  });
+}
 
 // Reads whole 100-event streams, in a shuffled order: store.read_stream vs a prepared SELECT
 // by stream through an index.
@@ -460,21 +538,25 @@ Samples read_stream_case(const Config& c, const ReadData& d, const Corpus& corpu
       return rows.size();
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    std::size_t i = 0;
-    return timed(c.seconds, [&] {
-      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
-      std::size_t n = 0;
-      for (const factum::RecordedEvent& e : store.read_stream(stream)) {
-        g_sink += e.stream_version + e.payload.size();
-        ++n;
-      }
-      if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_stream_run(c, d, corpus); };
   return interleave(c, "read_stream", raw, factum);
+}
+
+// One timed run of factum's side of read_all: the whole log through store.read_all.
+double factum_read_all_run(const Config& c, const ReadData& d) {
+  const std::uint64_t want = d.events * (d.events + 1) / 2;  // sum of the positions
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  return timed(c.seconds, [&] {
+    std::uint64_t sum = 0;
+    std::uint64_t n = 0;
+    for (const factum::RecordedEvent& e : store.read_all()) {
+      sum += e.position;
+      g_sink += e.payload.size();
+      ++n;
+    }
+    if (sum != want) throw std::runtime_error("factum: read_all missed events");
+    return n;
+  });
 }
 
 // Reads the whole log in position order: store.read_all vs a full scan copying every column
@@ -503,20 +585,7 @@ Samples read_all_case(const Config& c, const ReadData& d) {
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    return timed(c.seconds, [&] {
-      std::uint64_t sum = 0;
-      std::uint64_t n = 0;
-      for (const factum::RecordedEvent& e : store.read_all()) {
-        sum += e.position;
-        g_sink += e.payload.size();
-        ++n;
-      }
-      if (sum != want) throw std::runtime_error("factum: read_all missed events");
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_all_run(c, d); };
   return interleave(c, "read_all", raw, factum);
 }
 
@@ -553,6 +622,19 @@ std::uint64_t touch_view(const factum::EventView& e) {
          e.previous_hash[0] + static_cast<std::uint64_t>(e.recorded_at.time_since_epoch().count());
 }
 
+// One timed run of factum's side of read_stream_view: whole streams through visit_stream.
+double factum_read_stream_view_run(const Config& c, const ReadData& d, const Corpus& corpus) {
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
+    const std::uint64_t n =
+        store.visit_stream(stream, 1, [](const factum::EventView& e) { g_sink += touch_view(e); });
+    if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
+    return static_cast<std::size_t>(n);
+  });
+}
+
 // Reads whole 100-event streams without copying them: store.visit_stream vs the indexed SELECT
 // by stream stepped in place (touch_row).
 Samples read_stream_view_case(const Config& c, const ReadData& d, const Corpus& corpus) {
@@ -575,18 +657,23 @@ Samples read_stream_view_case(const Config& c, const ReadData& d, const Corpus& 
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    std::size_t i = 0;
-    return timed(c.seconds, [&] {
-      const std::string& stream = corpus.read_streams[d.order[i++ % d.order.size()]];
-      const std::uint64_t n = store.visit_stream(
-          stream, 1, [](const factum::EventView& e) { g_sink += touch_view(e); });
-      if (n != kStreamLength) throw std::runtime_error("factum: short stream " + stream);
-      return static_cast<std::size_t>(n);
-    });
-  };
+  auto factum = [&] { return factum_read_stream_view_run(c, d, corpus); };
   return interleave(c, "read_stream_view", raw, factum);
+}
+
+// One timed run of factum's side of read_all_view: the whole log through visit_all.
+double factum_read_all_view_run(const Config& c, const ReadData& d) {
+  const std::uint64_t want = d.events * (d.events + 1) / 2;  // sum of the positions
+  const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
+  return timed(c.seconds, [&] {
+    std::uint64_t sum = 0;
+    const std::uint64_t n = store.visit_all(1, [&](const factum::EventView& e) {
+      sum += e.position;
+      g_sink += touch_view(e);
+    });
+    if (sum != want) throw std::runtime_error("factum: visit_all missed events");
+    return n;
+  });
 }
 
 // Reads the whole log in position order without copying: store.visit_all vs a full scan
@@ -609,19 +696,347 @@ Samples read_all_view_case(const Config& c, const ReadData& d) {
       return n;
     });
   };
-  auto factum = [&] {
-    const factum::EventStore store = factum::EventStore::open(d.factum_file, store_options(c));
-    return timed(c.seconds, [&] {
-      std::uint64_t sum = 0;
-      const std::uint64_t n = store.visit_all(1, [&](const factum::EventView& e) {
-        sum += e.position;
-        g_sink += touch_view(e);
-      });
-      if (sum != want) throw std::runtime_error("factum: visit_all missed events");
-      return n;
-    });
-  };
+  auto factum = [&] { return factum_read_all_view_run(c, d); };
   return interleave(c, "read_all_view", raw, factum);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends: how each case runs on one backend, and what its ceilings are
+
+// Each case's ceiling, as the table names it, and the target ratio (none: for information).
+struct Ceilings {
+  std::string append1;  // also the threads case's information row
+  std::optional<double> append1_target;
+  std::string append100;
+  std::optional<double> append100_target;
+  std::optional<double> threads_target;  // 16 threads against factum with 1
+  std::string read_stream;
+  std::optional<double> read_stream_target;
+  std::string read_stream_view;
+  std::optional<double> read_stream_view_target;
+  std::string read_all;
+  std::optional<double> read_all_target;
+  std::string read_all_view;
+  std::optional<double> read_all_view_target;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Ceilings ceilings() const = 0;
+  // The table's first line (what was measured against what, on what).
+  virtual std::string header() const = 0;
+  // The JSON object's first members, each on a line of its own ending with ",\n".
+  virtual std::string json_members() const = 0;
+
+  virtual Samples append(std::size_t per_call) = 0;
+  virtual std::vector<double> threads() = 0;
+  virtual void fill() = 0;  // writes the read cases' data; before any of them
+  virtual Samples read_stream() = 0;
+  virtual Samples read_stream_view() = 0;
+  virtual Samples read_all() = 0;
+  virtual Samples read_all_view() = 0;
+};
+
+std::string durability_name(factum::Durability d) {
+  return d == factum::Durability::full ? "full" : "normal";
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// Store files in a temporary directory against raw SQLite (raw_sqlite.hpp).
+class SqliteBackend final : public Backend {
+ public:
+  SqliteBackend(const Config& c, const Corpus& corpus)
+      : c_(c), corpus_(corpus), dir_(c.dir, "factum-bench") {}
+
+  Ceilings ceilings() const override {
+    // The write targets of docs/performance.md depend on the durability: with synchronous
+    // NORMAL a commit is cheap, so factum's own work per append weighs more and group commit
+    // gains less.
+    const bool full = c_.durability == factum::Durability::full;
+    return {"raw BEGIN;INSERT;COMMIT per row",
+            full ? 0.80 : 0.60,
+            "raw 100 rows per transaction",
+            full ? 0.35 : 0.60,
+            full ? 8.0 : 2.0,
+            "raw SELECT by stream (indexed), copied",
+            0.90,
+            "raw SELECT by stream (indexed), in place",
+            0.60,
+            "raw full scan in rowid order, copied",
+            0.90,
+            "raw full scan in rowid order, in place",
+            0.60};
+  }
+
+  std::string header() const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "factum_bench: durability %s (WAL, synchronous=%s), %u cores, SQLite %s, "
+                  "payload %zu B,\n",
+                  durability_name(c_.durability).c_str(),
+                  c_.durability == factum::Durability::full ? "FULL" : "NORMAL",
+                  std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize);
+    return buf;
+  }
+
+  std::string json_members() const override {
+    return "  \"durability\": " + json_string(durability_name(c_.durability)) + ",\n" +
+           "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n" +
+           "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+  }
+
+  Samples append(std::size_t per_call) override { return append_case(c_, dir_, corpus_, per_call); }
+  std::vector<double> threads() override { return threads_case(c_, dir_, corpus_); }
+  void fill() override { data_ = ::fill(c_, dir_, corpus_); }
+  Samples read_stream() override { return read_stream_case(c_, data_, corpus_); }
+  Samples read_stream_view() override { return read_stream_view_case(c_, data_, corpus_); }
+  Samples read_all() override { return read_all_case(c_, data_); }
+  Samples read_all_view() override { return read_all_view_case(c_, data_); }
+
+ private:
+  const Config& c_;
+  const Corpus& corpus_;
+  TempDir dir_;
+  ReadData data_;
+};
+
+#ifdef FACTUM_HAVE_POSTGRES
+
+using bench::PgParams;
+using bench::PgRes;
+using bench::PgSchema;
+using bench::RawPg;
+using bench::RawPgLog;
+
+// Stores on a PostgreSQL server, each in a schema of its own, against raw libpq
+// (raw_postgres.hpp) writing and reading the same rows in other schemas. Every schema is
+// created for one measurement and dropped after it.
+class PostgresBackend final : public Backend {
+ public:
+  PostgresBackend(const Config& c, const Corpus& corpus)
+      : c_(c), corpus_(corpus), admin_(connect(c.pg_uri)) {
+    server_ = admin_->value("SHOW server_version");
+    server_ = server_.substr(0, server_.find(' '));  // "15.18", without the packager's words
+    fsync_ = admin_->value("SHOW fsync");
+  }
+
+  Ceilings ceilings() const override {
+    return {"raw autocommit INSERT per row",
+            0.70,
+            "raw pipelined 100-row transaction",
+            0.40,
+            5.0,
+            "raw SELECT by stream (indexed), copied",
+            std::nullopt,
+            "raw SELECT by stream (indexed), in place",
+            std::nullopt,
+            "raw ordered scan, binary, copied",
+            0.50,
+            "raw ordered scan, binary, in place",
+            0.50};
+  }
+
+  std::string header() const override {
+    const bool full = c_.durability == factum::Durability::full;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "factum_bench: PostgreSQL %s (fsync %s), durability %s "
+                  "(synchronous_commit=%s), %u cores, libpq %d, payload %zu B,\n",
+                  server_.c_str(), fsync_.c_str(), durability_name(c_.durability).c_str(),
+                  full ? "on" : "off", std::thread::hardware_concurrency(), PQlibVersion(),
+                  kPayloadSize);
+    return buf;
+  }
+
+  std::string json_members() const override {
+    return "  \"backend\": \"postgres\",\n  \"durability\": " +
+           json_string(durability_name(c_.durability)) + ",\n" +
+           "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n" +
+           "  \"postgres\": " + json_string(server_) + ",\n" +
+           "  \"fsync\": " + json_string(fsync_) + ",\n" +
+           "  \"libpq\": " + std::to_string(PQlibVersion()) + ",\n";
+  }
+
+  // 1 event per call against autocommit INSERTs (one round trip, one commit per row); 100
+  // events per call against pipelined transactions of 100 INSERTs (one round trip).
+  Samples append(std::size_t per_call) override {
+    const std::string name = "append " + std::to_string(per_call) + "/call";
+    auto raw = [&] {
+      const PgSchema schema(*admin_, c_.pg_uri, "raw");
+      RawPgLog log(schema.uri(), c_.durability, corpus_.payload, corpus_.hash, kType);
+      std::vector<std::uint64_t> versions(kWriteStreams);
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::size_t s = i++ % kWriteStreams;
+        if (per_call == 1) {
+          log.insert_commit(corpus_.write_streams[s], ++versions[s], now_us());
+        } else {
+          log.append(corpus_.write_streams[s], versions[s], per_call);
+        }
+        return per_call;
+      });
+    };
+    auto factum = [&] {
+      const PgSchema schema(*admin_, c_.pg_uri, "factum");
+      return factum_append_run(c_, schema.uri(), corpus_, per_call);
+    };
+    return interleave(c_, name, raw, factum);
+  }
+
+  std::vector<double> threads() override {
+    std::vector<double> rates;
+    for (int rep = 0; rep < c_.reps && c_.side != "raw"; ++rep) {
+      const PgSchema schema(*admin_, c_.pg_uri, "threads");
+      rates.push_back(threads_run(c_, schema.uri(), corpus_));
+    }
+    return rates;
+  }
+
+  // The same rows as the SQLite fill, to a factum store and to a raw table (pipelined, 1,000
+  // rows per transaction); then VACUUM (ANALYZE) of both schemas, so that neither side's reads
+  // set hint bits or run on missing statistics.
+  void fill() override {
+    factum_schema_ = std::make_unique<PgSchema>(*admin_, c_.pg_uri, "factum_read");
+    raw_schema_ = std::make_unique<PgSchema>(*admin_, c_.pg_uri, "raw_read");
+    data_.factum_file = factum_schema_->uri();
+    data_.raw_file = raw_schema_->uri();
+    {
+      factum::EventStore store = factum::EventStore::open(data_.factum_file, store_options(c_));
+      RawPgLog raw(raw_schema_->uri(), c_.durability, corpus_.payload, corpus_.hash, kType);
+      fill_logs(corpus_, store, raw, data_);
+    }
+    factum_schema_->vacuum_analyze();
+    raw_schema_->vacuum_analyze();
+  }
+
+  // Whole 100-event streams in a shuffled order: store.read_stream vs one SELECT by stream
+  // through an index, every column copied out.
+  Samples read_stream() override {
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      PgParams p;
+      std::vector<factum::RecordedEvent> rows;
+      rows.reserve(kStreamLength);
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::string& stream = corpus_.read_streams[data_.order[i++ % data_.order.size()]];
+        const PgRes r = db.run(bench::kRawPgByStream, p.clear().text(stream).i64(1));
+        rows.clear();
+        for (int row = 0; row < r.rows(); ++row) copy_row(r.get(), row, rows.emplace_back());
+        for (const factum::RecordedEvent& e : rows) g_sink += e.stream_version + e.payload.size();
+        if (rows.size() != kStreamLength) throw std::runtime_error("raw: short stream " + stream);
+        return rows.size();
+      });
+    };
+    auto factum = [&] { return factum_read_stream_run(c_, data_, corpus_); };
+    return interleave(c_, "read_stream", raw, factum);
+  }
+
+  // The same without copying: store.visit_stream vs the SELECT's rows touched in place.
+  Samples read_stream_view() override {
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      PgParams p;
+      std::size_t i = 0;
+      return timed(c_.seconds, [&] {
+        const std::string& stream = corpus_.read_streams[data_.order[i++ % data_.order.size()]];
+        const PgRes r = db.run(bench::kRawPgByStream, p.clear().text(stream).i64(1));
+        for (int row = 0; row < r.rows(); ++row) g_sink += bench::touch_row(r.get(), row);
+        const auto n = static_cast<std::size_t>(r.rows());
+        if (n != kStreamLength) throw std::runtime_error("raw: short stream " + stream);
+        return n;
+      });
+    };
+    auto factum = [&] { return factum_read_stream_view_run(c_, data_, corpus_); };
+    return interleave(c_, "read_stream_view", raw, factum);
+  }
+
+  // The whole log in position order: store.read_all vs one ordered SELECT of the whole table
+  // (binary results), every column copied out in batches of factum's read page size.
+  Samples read_all() override {
+    const std::uint64_t want = data_.events * (data_.events + 1) / 2;  // sum of the positions
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      const PgParams none;
+      const std::size_t page = factum::StoreOptions{}.read_page_size;
+      std::vector<factum::RecordedEvent> rows;
+      rows.reserve(page);
+      return timed(c_.seconds, [&] {
+        const PgRes r = db.run(bench::kRawPgScan, none);
+        std::uint64_t sum = 0;
+        for (int row = 0; row < r.rows(); ++row) {
+          if (rows.size() == page) rows.clear();
+          factum::RecordedEvent& e = rows.emplace_back();
+          copy_row(r.get(), row, e);
+          sum += e.position;
+          g_sink += e.payload.size();
+        }
+        if (sum != want) throw std::runtime_error("raw: the scan missed events");
+        return static_cast<std::uint64_t>(r.rows());
+      });
+    };
+    auto factum = [&] { return factum_read_all_run(c_, data_); };
+    return interleave(c_, "read_all", raw, factum);
+  }
+
+  // The same without copying: store.visit_all vs the scan's rows touched in place.
+  Samples read_all_view() override {
+    const std::uint64_t want = data_.events * (data_.events + 1) / 2;  // sum of the positions
+    auto raw = [&] {
+      RawPg db(raw_schema_->uri());
+      const PgParams none;
+      return timed(c_.seconds, [&] {
+        const PgRes r = db.run(bench::kRawPgScan, none);
+        std::uint64_t sum = 0;
+        for (int row = 0; row < r.rows(); ++row) {
+          sum += static_cast<std::uint64_t>(bench::pg_int64(r.get(), row, 0));
+          g_sink += bench::touch_row(r.get(), row);
+        }
+        if (sum != want) throw std::runtime_error("raw: the scan missed events");
+        return static_cast<std::uint64_t>(r.rows());
+      });
+    };
+    auto factum = [&] { return factum_read_all_view_run(c_, data_); };
+    return interleave(c_, "read_all_view", raw, factum);
+  }
+
+ private:
+  // The connection that creates and drops the schemas; a failure to connect says how to start
+  // a server.
+  static std::unique_ptr<RawPg> connect(const std::string& uri) {
+    try {
+      return std::make_unique<RawPg>(uri);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + "\n" + kPgServerHint);
+    }
+  }
+
+  const Config& c_;
+  const Corpus& corpus_;
+  std::unique_ptr<RawPg> admin_;  // outlives every schema below
+  std::string server_;
+  std::string fsync_;
+  std::unique_ptr<PgSchema> factum_schema_;  // the read cases' data
+  std::unique_ptr<PgSchema> raw_schema_;
+  ReadData data_;
+};
+
+#endif  // FACTUM_HAVE_POSTGRES
+
+std::unique_ptr<Backend> make_backend(const Config& c, const Corpus& corpus) {
+#ifdef FACTUM_HAVE_POSTGRES
+  if (c.backend == "postgres") return std::make_unique<PostgresBackend>(c, corpus);
+#endif
+  return std::make_unique<SqliteBackend>(c, corpus);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -645,17 +1060,10 @@ struct Result {
   }
 };
 
-std::string durability_name(factum::Durability d) {
-  return d == factum::Durability::full ? "full" : "normal";
-}
-
-void print_table(const Config& c, const std::vector<Result>& results) {
-  std::printf(
-      "factum_bench: durability %s (WAL, synchronous=%s), %u cores, SQLite %s, payload %zu B,\n"
-      "best of %d x %.1f s per side; ratio = events/s / ceiling events/s\n\n",
-      durability_name(c.durability).c_str(),
-      c.durability == factum::Durability::full ? "FULL" : "NORMAL",
-      std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize, c.reps, c.seconds);
+void print_table(const Config& c, const Backend& backend, const std::vector<Result>& results) {
+  std::fputs(backend.header().c_str(), stdout);
+  std::printf("best of %d x %.1f s per side; ratio = events/s / ceiling events/s\n\n", c.reps,
+              c.seconds);
   std::printf("%-28s %12s %14s %7s %8s %6s  %s\n", "case", "events/s", "ceiling ev/s", "ratio",
               "target", "result", "ceiling");
   for (const Result& r : results) {
@@ -667,15 +1075,6 @@ void print_table(const Config& c, const std::vector<Result>& results) {
   }
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 std::string json_list(const std::vector<double>& values) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -684,11 +1083,9 @@ std::string json_list(const std::vector<double>& values) {
   return out + "]";
 }
 
-void print_json(const Config& c, const std::vector<Result>& results) {
+void print_json(const Config& c, const Backend& backend, const std::vector<Result>& results) {
   std::string out = "{\n";
-  out += "  \"durability\": " + json_string(durability_name(c.durability)) + ",\n";
-  out += "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n";
-  out += "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+  out += backend.json_members();
   out += "  \"payload_bytes\": " + std::to_string(kPayloadSize) + ",\n";
   out += "  \"seconds_per_run\": " + json_number(c.seconds) + ",\n";
   out += "  \"reps\": " + std::to_string(c.reps) + ",\n";
@@ -710,47 +1107,41 @@ void print_json(const Config& c, const std::vector<Result>& results) {
 }
 
 int run(const Config& c) {
-  TempDir dir(c.dir, "factum-bench");
   const Corpus corpus(c);
+  const std::unique_ptr<Backend> backend = make_backend(c, corpus);
+  const Ceilings ceilings = backend->ceilings();
   std::vector<Result> results;
   auto want = [&](std::string_view name) { return c.only.empty() || c.only == name; };
   auto stage = [&](const std::string& what) { std::cerr << "factum_bench: " << what << "\n"; };
 
-  // The write targets of docs/performance.md depend on the durability: with synchronous NORMAL
-  // a commit is cheap, so factum's own work per append weighs more and group commit gains less.
-  const bool full = c.durability == factum::Durability::full;
-  const double append1_target = full ? 0.80 : 0.60;
-  const double append100_target = full ? 0.35 : 0.60;
-  const double threads_target = full ? 8.0 : 2.0;
-
   std::optional<Samples> one;
   if (want("append1")) {
     stage("append, 1 event per call");
-    one = append_case(c, dir, corpus, 1);
+    one = backend->append(1);
     results.push_back({"append_1_per_call", "append 1 event/call", one->best_factum(),
-                       one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", append1_target,
-                       one->factum, one->ceiling});
+                       one->best_ceiling(), ceilings.append1, ceilings.append1_target, one->factum,
+                       one->ceiling});
   }
 
   if (want("append100")) {
     stage("append, 100 events per call");
-    const Samples hundred = append_case(c, dir, corpus, 100);
+    const Samples hundred = backend->append(100);
     results.push_back({"append_100_per_call", "append 100 events/call", hundred.best_factum(),
-                       hundred.best_ceiling(), "raw 100 rows per transaction", append100_target,
+                       hundred.best_ceiling(), ceilings.append100, ceilings.append100_target,
                        hundred.factum, hundred.ceiling});
   }
 
   if (want("threads")) {
     stage("16 threads, 1 event per call");
-    const std::vector<double> threads = threads_case(c, dir, corpus);
+    const std::vector<double> threads = backend->threads();
     const double best = Samples::best(threads);
     if (one) {
       results.push_back({"threads_16_vs_1_per_call", "16 threads x 1 event/call", best,
-                         one->best_factum(), "factum 1 event/call (1 thread)", threads_target,
-                         threads, one->factum});
+                         one->best_factum(), "factum 1 event/call (1 thread)",
+                         ceilings.threads_target, threads, one->factum});
       results.push_back({"threads_16_vs_raw_single_row", "16 threads vs raw commits", best,
-                         one->best_ceiling(), "raw BEGIN;INSERT;COMMIT per row", std::nullopt,
-                         threads, one->ceiling});
+                         one->best_ceiling(), ceilings.append1, std::nullopt, threads,
+                         one->ceiling});
     } else {
       results.push_back({"threads_16",
                          "16 threads x 1 event/call",
@@ -766,39 +1157,40 @@ int run(const Config& c) {
   if (want("read_stream") || want("read_stream_view") || want("read_all") ||
       want("read_all_view")) {
     stage("writing " + std::to_string(c.streams) + " streams of 100 events to read");
-    const ReadData data = fill(c, dir, corpus);
+    backend->fill();
     if (want("read_stream")) {
       stage("read_stream");
-      const Samples streams = read_stream_case(c, data, corpus);
+      const Samples streams = backend->read_stream();
       results.push_back({"read_stream_100", "read_stream (100 events)", streams.best_factum(),
-                         streams.best_ceiling(), "raw SELECT by stream (indexed), copied", 0.90,
+                         streams.best_ceiling(), ceilings.read_stream, ceilings.read_stream_target,
                          streams.factum, streams.ceiling});
     }
     if (want("read_stream_view")) {
       stage("read_stream_view");
-      const Samples streams = read_stream_view_case(c, data, corpus);
+      const Samples streams = backend->read_stream_view();
       results.push_back({"read_stream_view_100", "visit_stream (100 events)", streams.best_factum(),
-                         streams.best_ceiling(), "raw SELECT by stream (indexed), in place", 0.60,
-                         streams.factum, streams.ceiling});
+                         streams.best_ceiling(), ceilings.read_stream_view,
+                         ceilings.read_stream_view_target, streams.factum, streams.ceiling});
     }
     if (want("read_all")) {
       stage("read_all");
-      const Samples all = read_all_case(c, data);
+      const Samples all = backend->read_all();
       results.push_back({"read_all", "read_all", all.best_factum(), all.best_ceiling(),
-                         "raw full scan in rowid order, copied", 0.90, all.factum, all.ceiling});
+                         ceilings.read_all, ceilings.read_all_target, all.factum, all.ceiling});
     }
     if (want("read_all_view")) {
       stage("read_all_view");
-      const Samples all = read_all_view_case(c, data);
+      const Samples all = backend->read_all_view();
       results.push_back({"read_all_view", "visit_all", all.best_factum(), all.best_ceiling(),
-                         "raw full scan in rowid order, in place", 0.60, all.factum, all.ceiling});
+                         ceilings.read_all_view, ceilings.read_all_view_target, all.factum,
+                         all.ceiling});
     }
   }
 
   if (c.json) {
-    print_json(c, results);
+    print_json(c, *backend, results);
   } else {
-    print_table(c, results);
+    print_table(c, *backend, results);
   }
   const bool missed = std::any_of(results.begin(), results.end(),
                                   [](const Result& r) { return r.status() == "MISS"; });
