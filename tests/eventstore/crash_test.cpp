@@ -28,6 +28,7 @@ using namespace factum;
 using factum::test::await_cue;
 using factum::test::drain_cues;
 using factum::test::slurp;
+using factum::test::temp_store_location;
 using factum::test::TempDir;
 
 namespace {
@@ -151,7 +152,7 @@ TEST_CASE("a writer killed at random moments loses no acknowledged append and te
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = temp_store_location(dir);
   std::set<std::string> present;  // ids of every batch found stored
   Totals totals;
   // Time from spawn to the store being open, summed over the late rounds: early kills are drawn

@@ -1,6 +1,8 @@
-// Several processes appending to one store file: the file's write lock and the version check
-// inside the transaction keep versions and positions exact. The writers are separate programs
-// (support/writer_child.cpp), started with posix_spawn.
+// Several processes appending to one store: the file's write lock (on PostgreSQL, the log's
+// ordering lock) and the version check inside the transaction keep versions and positions exact.
+// The writers are separate programs (support/writer_child.cpp), started with posix_spawn. Built
+// twice: on a SQLite file, and on a schema of the PostgreSQL test server
+// (eventstore_pg_multiprocess_test), the store's location from temp_store_location.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +26,7 @@ extern char** environ;
 
 using namespace factum;
 using factum::test::slurp;
+using factum::test::temp_store_location;
 using factum::test::TempDir;
 using factum::test::TempStore;
 
@@ -177,7 +180,7 @@ TEST_CASE("4 processes appending with exact expected versions leave one winner p
   constexpr int kCount = 100;
   constexpr int kStreams = 3;
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = temp_store_location(dir);
   // Held open through the race, so the writers race on appends, not on opening the file.
   const EventStore keeper = EventStore::open(path, TempStore::fast_options());
   const auto reports = run_race(dir, path, kWriters, kCount, kStreams);
@@ -198,7 +201,7 @@ TEST_CASE("processes opening one store file at the same moment all open it and a
     for (int round = 0; round < 5; ++round) {
       CAPTURE(round);
       TempDir dir;
-      const auto path = dir.file("store.db");
+      const auto path = temp_store_location(dir);
       if (create_first) EventStore::open(path, TempStore::fast_options());
       const auto reports = run_race(dir, path, kWriters, kCount, 2);
       check_race_result(path, reports, kWriters * kCount);
