@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace factum::test {
 
@@ -27,6 +28,21 @@ struct ResultClearer {
 std::string without_trailing_newline(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+using Connection = std::unique_ptr<PGconn, ConnectionCloser>;
+using Result = std::unique_ptr<PGresult, ResultClearer>;
+
+// A connection to `server` (the test server's URI), or std::runtime_error.
+Connection connect(const std::string& server) {
+  const char* const keys[] = {"dbname", "connect_timeout", nullptr};
+  const char* const values[] = {server.c_str(), "10", nullptr};
+  Connection conn(PQconnectdbParams(keys, values, 1));
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    throw std::runtime_error("factum tests: cannot connect to the PostgreSQL test server " +
+                             server + ": " + (conn ? PQerrorMessage(conn.get()) : "out of memory"));
+  }
+  return conn;
 }
 
 }  // namespace
@@ -57,22 +73,39 @@ std::string pg_test_uri() {
   std::ostringstream schema;
   schema << "t_" << ::getpid() << '_' << counter++ << '_' << std::hex << std::random_device{}();
 
-  const char* const keys[] = {"dbname", "connect_timeout", nullptr};
-  const char* const values[] = {server.c_str(), "10", nullptr};
-  const std::unique_ptr<PGconn, ConnectionCloser> conn(PQconnectdbParams(keys, values, 1));
-  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
-    throw std::runtime_error("factum tests: cannot connect to the PostgreSQL test server " +
-                             server + ": " + (conn ? PQerrorMessage(conn.get()) : "out of memory"));
-  }
+  const Connection conn = connect(server);
   // The name is [a-z0-9_] only: no quoting needed.
-  const std::unique_ptr<PGresult, ResultClearer> result(
-      PQexec(conn.get(), ("CREATE SCHEMA " + schema.str()).c_str()));
+  const Result result(PQexec(conn.get(), ("CREATE SCHEMA " + schema.str()).c_str()));
   if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
     throw std::runtime_error("factum tests: cannot create the schema " + schema.str() + " on " +
                              server + ": " + PQerrorMessage(conn.get()));
   }
   return server + (server.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
          schema.str();
+}
+
+std::string pg_with_application_name(const std::string& uri, const std::string& name) {
+  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "application_name=" + name;
+}
+
+bool pg_await_sessions_gone(const std::string& name,
+                            std::chrono::steady_clock::time_point deadline) {
+  const std::string server = pg_server_uri();
+  const Connection conn = connect(server);
+  const char* const params[] = {name.c_str()};
+  for (;;) {
+    // Each poll is a transaction of its own: pg_stat_activity is read afresh.
+    const Result r(PQexecParams(conn.get(),
+                                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                                1, nullptr, params, nullptr, nullptr, 0));
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1) {
+      throw std::runtime_error("factum tests: cannot read pg_stat_activity on " + server + ": " +
+                               PQerrorMessage(conn.get()));
+    }
+    if (std::string(PQgetvalue(r.get(), 0, 0)) == "0") return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 }  // namespace factum::test

@@ -4,6 +4,7 @@
 // Compiled into factum_test_support when factum has its PostgreSQL backend (libpq).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace factum::test {
@@ -19,5 +20,18 @@ std::string pg_server_uri();
 // Thread-safe. Throws std::runtime_error as pg_server_uri() does, or with libpq's message when
 // the server cannot be reached or refuses the schema. The schemas go with the server.
 std::string pg_test_uri();
+
+// `uri` (a URI of the test server) with application_name=`name` added: every session of a store
+// opened on it carries that name, so the test can find them (pg_await_sessions_gone). `name` is
+// [A-Za-z0-9_] only, at most 63 characters.
+std::string pg_with_application_name(const std::string& uri, const std::string& name);
+
+// Waits until the test server has no session whose application_name is `name` (true), or
+// `deadline` passes (false). The sessions of a client killed with SIGKILL outlive it until the
+// server notices the closed connection, and one may be committing meanwhile: once they are gone,
+// what they did is committed or rolled back for good. Throws std::runtime_error as pg_test_uri()
+// does.
+bool pg_await_sessions_gone(const std::string& name,
+                            std::chrono::steady_clock::time_point deadline);
 
 }  // namespace factum::test

@@ -11,11 +11,13 @@
 //       ACK <first id> <first position> <last position> <stream version>   (after it returned)
 //     After the first ACK line is written it writes "A" to <cue fd> and closes it (the cue that
 //     an append has been acknowledged).
-//   writer_child race <store> <writer> <count> <streams>
+//   writer_child race <store> <writer> <count> <streams> [<threads>]
 //     Waits for stdin to reach end of file (the parent's start signal), opens (or creates) the
 //     store, then appends <count> single events, the i-th to stream race-<(writer + i) % streams>,
-//     each with the exact version it just read, re-reading and retrying on ConcurrencyError. Writes
-//     "ACK <stream> <version> <position> <id>" per append and "CONFLICTS <n>" at the end.
+//     each with the exact version it just read, re-reading and retrying on ConcurrencyError. With
+//     <threads> (default 1) threads, started together, thread t appends the i-th events with
+//     i % threads == t. Writes "ACK <stream> <version> <position> <id>" per append and
+//     "CONFLICTS <n>" (all threads' retries) at the end.
 //
 // Exit status: 0 done, 1 an exception (its message on stderr), 2 bad arguments.
 #include <unistd.h>
@@ -28,6 +30,8 @@
 #include <cstdlib>
 #include <exception>
 #include <factum/factum.hpp>
+#include <latch>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -125,13 +129,12 @@ void wait_for_stdin_eof() {
   }
 }
 
-int run_race(const std::string& path, int writer, int count, int streams) {
-  StoreOptions options;
-  options.durability = Durability::normal;
-  wait_for_stdin_eof();
-  EventStore store = EventStore::open(path, options);
+// One thread of race mode: appends the i-th events, i = first, first + step, ... < count.
+// Returns how many appends it retried after a ConcurrencyError.
+std::uint64_t race_loop(EventStore& store, int writer, int first, int step, int count,
+                        int streams) {
   std::uint64_t conflicts = 0;
-  for (int i = 0; i < count; ++i) {
+  for (int i = first; i < count; i += step) {
     const std::string stream = "race-" + std::to_string((writer + i) % streams);
     const EventData e =
         make_event("race.Appended", std::to_string(writer) + "/" + std::to_string(i));
@@ -148,7 +151,34 @@ int run_race(const std::string& path, int writer, int count, int streams) {
       }
     }
   }
-  emit("CONFLICTS " + std::to_string(conflicts));
+  return conflicts;
+}
+
+int run_race(const std::string& path, int writer, int count, int streams, int threads) {
+  if (threads < 1) throw std::invalid_argument("race: <threads> must be at least 1");
+  StoreOptions options;
+  options.durability = Durability::normal;
+  wait_for_stdin_eof();
+  EventStore store = EventStore::open(path, options);
+  std::atomic<std::uint64_t> conflicts{0};
+  std::latch ready(threads);  // the threads start appending together
+  std::mutex error_mu;
+  std::exception_ptr error;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      ready.arrive_and_wait();
+      try {
+        conflicts += race_loop(store, writer, t, threads, count, streams);
+      } catch (...) {
+        const std::lock_guard lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  if (error) std::rethrow_exception(error);
+  emit("CONFLICTS " + std::to_string(conflicts.load()));
   return 0;
 }
 
@@ -160,8 +190,9 @@ int main(int argc, char** argv) {
     if (args.size() == 6 && args[1] == "crash") {
       return run_crash(args[2], std::stoi(args[3]), std::stoull(args[4]), std::stoi(args[5]));
     }
-    if (args.size() == 6 && args[1] == "race") {
-      return run_race(args[2], std::stoi(args[3]), std::stoi(args[4]), std::stoi(args[5]));
+    if ((args.size() == 6 || args.size() == 7) && args[1] == "race") {
+      return run_race(args[2], std::stoi(args[3]), std::stoi(args[4]), std::stoi(args[5]),
+                      args.size() == 7 ? std::stoi(args[6]) : 1);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "writer_child: %s\n", e.what());
@@ -169,6 +200,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: writer_child crash <store> <threads> <seed> <cue fd>\n"
-               "       writer_child race <store> <writer> <count> <streams>\n");
+               "       writer_child race <store> <writer> <count> <streams> [<threads>]\n");
   return 2;
 }
