@@ -26,7 +26,9 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -203,56 +205,139 @@ class PgConn {
   PGconn* conn_ = nullptr;
 };
 
-// Binary parameters for one statement. Views: what is added must outlive the call.
+// Binary parameters for one statement. Views: what is added must outlive the call (own() keeps
+// a copy); libpq copies the values when the statement is sent.
 class Params {
  public:
   Params& i64(std::int64_t v) {
-    auto& slot = ints_[n_ % ints_.size()];
+    auto& slot = ints_.emplace_back();
     const auto u = static_cast<std::uint64_t>(v);
     for (int i = 0; i < 8; ++i) slot[i] = static_cast<char>(u >> (56 - 8 * i));
     return add(kInt8Oid, slot.data(), 8);
   }
   Params& text(std::string_view v) { return add(kTextOid, v.data(), v.size()); }
+  Params& own(std::string v) {
+    const std::string& kept = owned_.emplace_back(std::move(v));
+    return text(kept);
+  }
   Params& bytes(std::span<const std::byte> v) {
     return add(kByteaOid, reinterpret_cast<const char*>(v.data()), v.size());
   }
   Params& bytes(const void* data, std::size_t size) {
     return add(kByteaOid, static_cast<const char*>(data), size);
   }
+  Params& own_bytes(std::string v) {
+    const std::string& kept = owned_.emplace_back(std::move(v));
+    return bytes(kept.data(), kept.size());
+  }
   Params& id(const EventId& id) { return bytes(id.bytes().data(), id.bytes().size()); }
   Params& optional_id(const std::optional<EventId>& id) {
     return id ? this->id(*id) : null(kByteaOid);
   }
   Params& null(unsigned type) {
-    types_[n_] = type;
-    values_[n_] = nullptr;
-    lengths_[n_] = 0;
-    formats_[n_] = kFormat;
-    ++n_;
+    types_.push_back(type);
+    values_.push_back(nullptr);
+    lengths_.push_back(0);
+    formats_.push_back(kFormat);
     return *this;
   }
 
+  int size() const noexcept { return static_cast<int>(types_.size()); }
+  const unsigned* types() const noexcept { return types_.data(); }
+  const char* const* values() const noexcept { return values_.data(); }
+  const int* lengths() const noexcept { return lengths_.data(); }
+  const int* formats() const noexcept { return formats_.data(); }
+
   PgResult run(PgConn& c, const char* sql, std::string_view doing) {
-    return c.run(sql, n_, types_.data(), values_.data(), lengths_.data(), formats_.data(), doing);
+    return c.run(sql, size(), types(), values(), lengths(), formats(), doing);
   }
 
  private:
   Params& add(unsigned type, const char* data, std::size_t size) {
-    types_[n_] = type;
+    types_.push_back(type);
     // libpq reads a zero-length binary value from a non-null pointer.
-    values_[n_] = data != nullptr ? data : "";
-    lengths_[n_] = static_cast<int>(size);
-    formats_[n_] = kFormat;
-    ++n_;
+    values_.push_back(data != nullptr ? data : "");
+    lengths_.push_back(static_cast<int>(size));
+    formats_.push_back(kFormat);
     return *this;
   }
-  static constexpr std::size_t kMax = 16;
-  int n_ = 0;
-  std::array<unsigned, kMax> types_{};
-  std::array<const char*, kMax> values_{};
-  std::array<int, kMax> lengths_{};
-  std::array<int, kMax> formats_{};
-  std::array<std::array<char, 8>, kMax> ints_{};
+  std::vector<unsigned> types_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+  std::deque<std::array<char, 8>> ints_;  // a deque: its elements never move
+  std::deque<std::string> owned_;
+};
+
+// Statements sent together and answered together: one round trip for all of them (libpq's
+// pipeline mode). The server runs them in order; after a failure it skips the rest.
+class Pipeline {
+ public:
+  explicit Pipeline(PgConn& c) : c_(c) {}
+  ~Pipeline() {
+    if (!active_) return;
+    // Abandoned (an exception): drain what is pending, leave pipeline mode.
+    if (PQpipelineSync(c_.get()) == 1) {
+      for (;;) {
+        PGresult* r = PQgetResult(c_.get());
+        if (r == nullptr) {
+          if (!c_.ok()) break;
+          continue;
+        }
+        const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+        if (sync) break;
+      }
+    }
+    PQexitPipelineMode(c_.get());
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  bool empty() const noexcept { return sent_ == 0; }
+
+  void send(const std::string& sql, const Params& p) {
+    if (!active_) {
+      if (PQenterPipelineMode(c_.get()) != 1) c_.fail(nullptr, "entering pipeline mode");
+      active_ = true;
+    }
+    if (PQsendQueryParams(c_.get(), sql.c_str(), p.size(), p.types(), p.values(), p.lengths(),
+                          p.formats(), kFormat) != 1) {
+      c_.fail(nullptr, "sending a statement");
+    }
+    ++sent_;
+  }
+
+  // Sends the statements' sync and returns their results in order. Throws (after reading every
+  // answer) the error of the first statement that failed.
+  std::vector<PgResult> run(std::string_view doing) {
+    std::vector<PgResult> out;
+    if (!active_) return out;
+    if (PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
+    PgResult error;
+    for (int i = 0; i < sent_; ++i) {
+      PgResult r(PQgetResult(c_.get()));
+      if (r.get() == nullptr) c_.fail(nullptr, doing);  // the connection broke
+      while (PGresult* extra = PQgetResult(c_.get())) PQclear(extra);
+      const auto status = PQresultStatus(r.get());
+      if (status == PGRES_FATAL_ERROR && error.get() == nullptr) error = std::move(r);
+      out.push_back(std::move(r));
+    }
+    PgResult sync(PQgetResult(c_.get()));
+    if (sync.get() == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
+      c_.fail(sync.get(), doing);
+    }
+    active_ = false;
+    sent_ = 0;
+    if (PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
+    if (error.get() != nullptr) c_.fail(error.get(), doing);
+    return out;
+  }
+
+ private:
+  PgConn& c_;
+  bool active_ = false;
+  int sent_ = 0;
 };
 
 // --- Schema ---------------------------------------------------------------------------------
@@ -329,8 +414,12 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
   }
   const std::string schema(r.text(0, 0));
   const auto has_store = [&] {
-    PgResult t = c.run("SELECT to_regclass('factum_store') IS NOT NULL", 0, nullptr, nullptr,
-                       nullptr, nullptr, "looking for the store", 0);
+    // The catalog itself, not to_regclass: a session caches a name it looked up and did not
+    // find, so after waiting for another creator's lock to_regclass would still miss its table.
+    PgResult t = c.run(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relname = 'factum_store' AND n.nspname = current_schema())",
+        0, nullptr, nullptr, nullptr, nullptr, "looking for the store", 0);
     return t.text(0, 0) == "t";
   };
   if (!has_store()) {
@@ -896,16 +985,9 @@ class PgWriter {
   }
 
   Tail lock_head(PgConn& c) {
-    PgResult r = Params().run(c, "SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE",
-                              "locking the log's head");
-    std::int64_t position = 0;
-    if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
-      throw StorageError(StorageError::Kind::corrupt,
-                         "factum: the store of '" + redacted(uri_) +
-                             "' is damaged: its factum_store row is missing or malformed");
-    }
-    return {static_cast<Position>(position),
-            hash_of(r.bytes(0, 1), static_cast<Position>(position))};
+    return head_row(Params().run(c,
+                                 "SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE",
+                                 "locking the log's head"));
   }
 
   void run_custom(Pending& p) noexcept {
@@ -961,17 +1043,56 @@ class PgWriter {
     notify(p, AppendOutcome::rolled_back);
   }
 
+  // What the group's first round trip learns of the log before any of its appends: the stored
+  // streams it names (key, version) and which of its ids (and compensated ids) are stored where.
+  struct Known {
+    struct Stream {
+      std::int64_t key = 0;
+      StreamVersion version = 0;
+    };
+    struct Stored {
+      std::string stream;
+    };
+    std::map<std::string, Stream, std::less<>> streams;
+    std::map<EventId, Stored> ids;
+  };
+
+  // The group's transaction, in two round trips when no append needs more: (1) BEGIN, the
+  // ordering lock, and what the appends need to know (Known); then each append is decided here,
+  // its inserts queued; (2) the inserts, the head's move and COMMIT. An append that needs the
+  // log as earlier appends of the group left it (the same stream or ids), a retry (its first id
+  // is stored), or one with on_appending slots, runs step by step instead (apply), under a
+  // savepoint when the group has several appends, after the queued inserts are flushed.
   void commit_group(std::span<Pending* const> group) noexcept {
     const bool savepoints = group.size() > 1;
     const std::int64_t now = now_us();
     try {
       PgConn& c = conn();
-      c.exec("BEGIN", "starting an append");
       try {
-        Tail tail = lock_head(c);
+        Known known;
+        Tail tail = begin_group(c, group, known);
         const Position start = tail.position;
+        Pipeline queued(c);
+        std::set<std::string, std::less<>> touched;  // streams appended in this group
+        std::set<EventId> written;                   // ids appended in this group
+        bool stepwise = false;  // once an append ran step by step, Known is stale: all do
         for (Pending* p : group) {
           const Tail before = tail;
+          stepwise = stepwise || !decidable(*p, known, touched, written);
+          for (const AppendView& a : p->appends) {
+            touched.emplace(a.stream);
+            for (const EventData& e : a.events) written.insert(e.id);
+          }
+          if (!stepwise) {
+            try {
+              decide(*p, known, queued, tail, now);
+            } catch (...) {
+              fail(*p, std::current_exception());
+              tail = before;
+            }
+            continue;
+          }
+          queued.run("appending events");
           if (savepoints) c.exec("SAVEPOINT factum_append", "appending");
           try {
             apply(c, *p, tail, now);
@@ -985,25 +1106,25 @@ class PgWriter {
           }
         }
         if (tail.position != start) {
-          Params()
-              .i64(static_cast<std::int64_t>(tail.position))
+          Params head;
+          head.i64(static_cast<std::int64_t>(tail.position))
               .bytes(tail.hash.data(), tail.hash.size())
-              .text(channel_)
-              .run(c,
-                   "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, "
-                   "commits = commits + 1 WHERE id = 1 RETURNING commits) "
-                   "SELECT pg_notify($3, commits::text) FROM u",
-                   "moving the log's head");
+              .text(channel_);
+          queued.send(
+              "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, "
+              "commits = commits + 1 WHERE id = 1 RETURNING commits) "
+              "SELECT pg_notify($3, commits::text) FROM u",
+              head);
         }
-        PgResult r(PQexec(c.get(), "COMMIT"));
-        if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-          if (!c.ok()) {
-            throw StorageError(StorageError::Kind::io,
-                               "factum: the connection to '" + redacted(uri_) +
-                                   "' broke during COMMIT: the append's outcome is unknown; "
-                                   "retry the same batch (retries are idempotent)");
-          }
-          c.fail(r.get(), "committing appends");
+        queued.send("COMMIT", Params());
+        try {
+          queued.run("committing appends");
+        } catch (const StorageError&) {
+          if (c.ok()) throw;
+          throw StorageError(StorageError::Kind::io,
+                             "factum: the connection to '" + redacted(uri_) +
+                                 "' broke during COMMIT: the append's outcome is unknown; "
+                                 "retry the same batch (retries are idempotent)");
         }
       } catch (...) {
         c.rollback();
@@ -1018,6 +1139,204 @@ class PgWriter {
     for (Pending* p : group) {
       if (!p->error) notify(*p, AppendOutcome::committed);
     }
+  }
+
+  // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head.
+  Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known) {
+    std::string streams;
+    std::string ids;
+    static constexpr char kHex[] = "0123456789abcdef";
+    const auto add_id = [&](const EventId& id) {
+      if (!ids.empty()) ids.push_back(',');
+      for (std::uint8_t byte : id.bytes()) {
+        ids.push_back(kHex[byte >> 4]);
+        ids.push_back(kHex[byte & 0xf]);
+      }
+    };
+    for (const Pending* p : group) {
+      for (const AppendView& a : p->appends) {
+        if (!streams.empty()) streams.push_back('\n');  // stream ids hold no control characters
+        streams += a.stream;
+        for (const EventData& e : a.events) {
+          add_id(e.id);
+          if (e.metadata.compensates) add_id(*e.metadata.compensates);
+        }
+      }
+    }
+    Pipeline first(c);
+    first.send("BEGIN", Params());
+    first.send("SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE", Params());
+    Params stream_params;
+    stream_params.own(std::move(streams));
+    first.send(
+        "SELECT s.stream_id, s.stream_key, (SELECT max(e.stream_version) FROM events e WHERE "
+        "e.stream_key = s.stream_key) FROM streams s WHERE s.stream_id = ANY "
+        "(string_to_array($1, E'\\n'))",
+        stream_params);
+    Params id_params;
+    id_params.own(std::move(ids));
+    first.send(
+        "SELECT e.event_id, s.stream_id FROM events e JOIN streams s ON s.stream_key = "
+        "e.stream_key WHERE e.event_id IN (SELECT decode(x, 'hex') FROM "
+        "unnest(string_to_array($1, ',')) AS x)",
+        id_params);
+    const std::vector<PgResult> r = first.run("locking the log's head");
+    const Tail tail = head_row(r[1]);
+    for (int i = 0; i < r[2].rows(); ++i) {
+      known.streams[std::string(r[2].text(i, 0))] = {
+          r[2].int64_or(i, 1, 0), static_cast<StreamVersion>(r[2].int64_or(i, 2, 0))};
+    }
+    for (int i = 0; i < r[3].rows(); ++i) {
+      std::optional<EventId> id;
+      if (read_id(r[3], i, 0, id) && id) known.ids[*id] = {std::string(r[3].text(i, 1))};
+    }
+    return tail;
+  }
+
+  // True when `p` can be decided from `known`: no slots, no stream or id appended earlier in the
+  // group (or a stream twice in `p`), and its first ids are not stored (a retry, or a
+  // duplicate to report as apply does).
+  static bool decidable(const Pending& p, const Known& known,
+                        const std::set<std::string, std::less<>>& touched,
+                        const std::set<EventId>& written) {
+    if (p.hook != nullptr) return false;
+    std::set<std::string_view> mine;
+    for (const AppendView& a : p.appends) {
+      if (touched.count(a.stream) != 0 || !mine.insert(a.stream).second) return false;
+      if (known.ids.count(a.events.front().id) != 0) return false;
+      for (const EventData& e : a.events) {
+        if (written.count(e.id) != 0) return false;
+      }
+    }
+    return true;
+  }
+
+  // Decides `p` as apply would, from `known`, and queues its inserts. Throws what apply throws;
+  // then nothing of `p` is queued.
+  void decide(Pending& p, const Known& known, Pipeline& queued, Tail& tail, std::int64_t now) {
+    std::vector<AppendResult> results;
+    std::vector<std::pair<std::string, Params>> statements;
+    std::vector<RecordedEvent> copies;
+    std::vector<RecordedEvent>* committed = p.sink->events != nullptr ? &copies : nullptr;
+    Tail t = tail;
+    for (const AppendView& a : p.appends) {
+      const auto stream = known.streams.find(a.stream);
+      const StreamVersion current = stream != known.streams.end() ? stream->second.version : 0;
+      if (!a.expected.matches(current)) {
+        for (const EventData& e : a.events.subspan(1)) {
+          const auto stored = known.ids.find(e.id);
+          if (stored != known.ids.end()) duplicate(e.id, a.stream, stored->second.stream);
+        }
+        throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
+      }
+      if (stream == known.streams.end()) {
+        Params np;
+        np.text(a.stream).text(category_of(a.stream));
+        statements.emplace_back("INSERT INTO streams (stream_id, category) VALUES ($1, $2)",
+                                std::move(np));
+      }
+      AppendResult result;
+      result.first_position = t.position + 1;
+      StreamVersion version = current;
+      Params rows;
+      rows.text(a.stream);
+      // The stream's key by a subquery: the stream row may be inserted by the statement before
+      // (a missing row would be a NULL key, which the table refuses).
+      std::string sql =
+          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+          "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = $1), "
+          "v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
+      int n = 1;
+      for (std::size_t i = 0; i < a.events.size(); ++i) {
+        const EventData& e = a.events[i];
+        if (const auto stored = known.ids.find(e.id); stored != known.ids.end()) {
+          duplicate(e.id, a.stream, stored->second.stream);
+        }
+        if (e.metadata.compensates) {
+          const auto target = known.ids.find(*e.metadata.compensates);
+          const bool earlier_here =
+              std::any_of(a.events.begin(), a.events.begin() + static_cast<std::ptrdiff_t>(i),
+                          [&](const EventData& x) { return x.id == *e.metadata.compensates; });
+          if (!earlier_here && (target == known.ids.end() || target->second.stream != a.stream)) {
+            throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" +
+                                  std::string(a.stream) + "' compensates " +
+                                  e.metadata.compensates->to_string() +
+                                  ", which is not an event of that stream");
+          }
+        }
+        EventFields f;
+        f.position = t.position + 1;
+        f.stream_id = a.stream;
+        f.stream_version = ++version;
+        f.id = &e.id;
+        f.type = e.type;
+        f.schema_version = e.schema_version;
+        f.payload = e.payload;
+        f.metadata = &e.metadata;
+        f.recorded_at_us = now;
+        const Hash hash = hasher_(t.hash, f);
+        const Metadata& m = e.metadata;
+        rows.i64(static_cast<std::int64_t>(f.position))
+            .i64(static_cast<std::int64_t>(f.stream_version))
+            .id(e.id)
+            .text(e.type)
+            .i64(e.schema_version)
+            .bytes(e.payload)
+            .optional_id(m.correlation_id)
+            .optional_id(m.causation_id)
+            .optional_id(m.compensates);
+        if (m.actor.empty()) {
+          rows.null(kTextOid);
+        } else {
+          rows.text(m.actor);
+        }
+        if (m.values.empty()) {
+          rows.null(kByteaOid);
+        } else {
+          rows.own_bytes(encode_values(m.values));
+        }
+        rows.i64(now).own_bytes(
+            std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
+        sql += i == 0 ? "(" : ", (";
+        for (int k = 0; k < 13; ++k) sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
+        sql += ")";
+        if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
+        t = {f.position, hash};
+      }
+      sql += ") AS v(p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
+      statements.emplace_back(std::move(sql), std::move(rows));
+      result.stream_version = version;
+      result.last_position = t.position;
+      results.push_back(result);
+    }
+    for (const auto& [sql, params] : statements) queued.send(sql, params);
+    p.results = std::move(results);
+    if (committed != nullptr) {
+      std::move(copies.begin(), copies.end(), std::back_inserter(*p.sink->events));
+    }
+    if (t.position > tail.position) {
+      p.sink->first_written = tail.position + 1;
+      p.sink->last_written = t.position;
+    }
+    tail = t;
+  }
+
+  [[noreturn]] static void duplicate(const EventId& id, std::string_view stream,
+                                     const std::string& where) {
+    throw DuplicateEventError(id.to_string(), std::string(stream),
+                              "is stored already in stream '" + where + "'");
+  }
+
+  Tail head_row(const PgResult& r) const {
+    std::int64_t position = 0;
+    if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
+      throw StorageError(StorageError::Kind::corrupt,
+                         "factum: the store of '" + redacted(uri_) +
+                             "' is damaged: its factum_store row is missing or malformed");
+    }
+    return {static_cast<Position>(position),
+            hash_of(r.bytes(0, 1), static_cast<Position>(position))};
   }
 
   void apply(PgConn& c, Pending& p, Tail& tail, std::int64_t now) {

@@ -294,3 +294,146 @@ TEST_CASE("postgres: events imported through SQL move the head, and appends cont
   CHECK(to.verify().ok());
   CHECK(to.read_all().to_vector().front() == events.front());
 }
+
+namespace {
+
+// Holds the log's ordering lock from a raw connection, as a long append of another process
+// would: appends made meanwhile queue up and commit as one group when it is released.
+class OrderingLock {
+ public:
+  explicit OrderingLock(const std::string& uri) : raw_(uri) {
+    raw_.exec("BEGIN; SELECT 1 FROM factum_store WHERE id = 1 FOR UPDATE");
+    xid_ = raw_.text("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text");
+  }
+  // Waits until `waiters` sessions wait for this lock (other tests' locks do not count), then a
+  // moment for the callers of this process to queue behind their leader, and releases it.
+  void release_after(Raw& watcher, int waiters) {
+    for (int i = 0; i < 500; ++i) {
+      if (std::stoi(watcher.text("SELECT count(*) FROM pg_locks WHERE locktype = "
+                                 "'transactionid' AND NOT granted AND transactionid::text = '" +
+                                 xid_ + "'")) >= waiters) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    raw_.exec("COMMIT");
+  }
+
+ private:
+  Raw raw_;
+  std::string xid_;
+};
+
+std::int64_t commits(Raw& raw) { return std::stoll(raw.text("SELECT commits FROM factum_store")); }
+
+}  // namespace
+
+TEST_CASE(
+    "postgres: appends queued behind the ordering lock commit together, each with its own fate") {
+  const std::string uri = pg_test_uri();
+  EventStore store = EventStore::open(uri, TempStore::fast_options());
+  store.append("fixed-1", ExpectedVersion::no_stream(), make_events(2));
+  const auto stored = store.read_stream("fixed-1").to_vector();
+  Raw raw(uri);
+  const std::int64_t commits_before = commits(raw);
+
+  constexpr int kThreads = 16;
+  const std::vector<EventData> same_batch = make_events(3, "same-");  // sent by 4 threads
+  std::vector<EventData> reused = make_events(2, "reused-");          // its 2nd id reused below
+  std::vector<std::string> outcome(kThreads);
+  std::vector<AppendResult> results(kThreads);
+  OrderingLock lock(uri);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        if (t < 4) {  // the same batch from four threads: stored once
+          results[t] = store.append("same-1", ExpectedVersion::any(), same_batch);
+        } else if (t == 4) {  // a version conflict
+          results[t] = store.append("fixed-1", ExpectedVersion::exact(1), make_events(1));
+        } else if (t == 5) {  // a retry of what is stored: the first try's result
+          std::vector<EventData> retry(2);
+          for (int i = 0; i < 2; ++i) {
+            retry[i].id = stored[i].id;
+            retry[i].type = stored[i].type;
+            retry[i].payload = stored[i].payload;
+          }
+          results[t] = store.append("fixed-1", ExpectedVersion::no_stream(), retry);
+        } else if (t == 6) {
+          results[t] = store.append("reuse-1", ExpectedVersion::any(), reused);
+        } else if (t == 7) {  // another stream, with an id that t == 6 may have written first
+          std::vector<EventData> mine = make_events(2, "mine-");
+          mine[1].id = reused[1].id;
+          results[t] = store.append("reuse-2", ExpectedVersion::any(), mine);
+        } else {  // plain appends, two per stream: one of each pair sees the other's version
+          results[t] = store.append("plain-" + std::to_string(t / 2), ExpectedVersion::any(),
+                                    make_events(1 + t % 3));
+        }
+        outcome[t] = "ok";
+      } catch (const ConcurrencyError&) {
+        outcome[t] = "conflict";
+      } catch (const DuplicateEventError&) {
+        outcome[t] = "duplicate";
+      }
+    });
+  }
+  lock.release_after(raw, 1);
+  for (auto& t : threads) t.join();
+
+  const std::int64_t group_commits = commits(raw) - commits_before;
+  MESSAGE("commits for ", kThreads, " appends: ", group_commits);
+  CHECK(group_commits <= 4);  // grouped: one commit per leader, not one per append
+  for (int t = 0; t < 4; ++t) {
+    CHECK(outcome[t] == "ok");
+    CHECK(results[t] == results[0]);
+  }
+  CHECK(outcome[4] == "conflict");
+  CHECK(outcome[5] == "ok");
+  CHECK(results[5] == (AppendResult{2, 1, 2}));
+  // Exactly one of the two appends sharing an id was stored.
+  CHECK(((outcome[6] == "ok") != (outcome[7] == "ok")));
+  CHECK(((outcome[6] == "duplicate") != (outcome[7] == "duplicate")));
+  for (int t = 8; t < kThreads; ++t) CHECK(outcome[t] == "ok");
+  CHECK(store.read_stream("same-1").to_vector().size() == 3);
+  const auto all = store.read_all().to_vector();
+  for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i].position == i + 1);
+  CHECK(store.verify().ok());
+  // Each acknowledged append is where its result says.
+  for (int t = 0; t < kThreads; ++t) {
+    if (outcome[t] != "ok") continue;
+    CAPTURE(t);
+    const auto& r = results[t];
+    REQUIRE(r.last_position <= all.size());
+    CHECK(all[r.last_position - 1].stream_version == r.stream_version);
+  }
+}
+
+TEST_CASE("postgres: two appends to one stream in one group see each other's versions") {
+  const std::string uri = pg_test_uri();
+  EventStore store = EventStore::open(uri, TempStore::fast_options());
+  store.append("warmup-1", ExpectedVersion::any(), make_events(1));
+  Raw raw(uri);
+  OrderingLock lock(uri);
+  std::thread first([&] { store.append("acct-1", ExpectedVersion::no_stream(), make_events(2)); });
+  // The first append leads (it waits for the lock alone); the next two queue behind it and
+  // share the next group: the second expects what the first of them writes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::atomic<int> ok{0};
+  std::thread second([&] {
+    store.append("acct-2", ExpectedVersion::no_stream(), make_events(1));
+    ++ok;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread third([&] {
+    store.append("acct-2", ExpectedVersion::exact(1), make_events(1));
+    ++ok;
+  });
+  lock.release_after(raw, 1);
+  first.join();
+  second.join();
+  third.join();
+  CHECK(ok == 2);
+  CHECK(store.stream_version("acct-2") == 2);
+  CHECK(store.verify().ok());
+}
