@@ -209,6 +209,14 @@ class PgConn {
 // a copy); libpq copies the values when the statement is sent.
 class Params {
  public:
+  Params() = default;
+  // Not copyable: a copy's values would point into the original. A move keeps them valid (the
+  // deques' elements stay where they are).
+  Params(const Params&) = delete;
+  Params& operator=(const Params&) = delete;
+  Params(Params&&) = default;
+  Params& operator=(Params&&) = default;
+
   Params& i64(std::int64_t v) {
     auto& slot = ints_.emplace_back();
     const auto u = static_cast<std::uint64_t>(v);
@@ -1215,7 +1223,7 @@ class PgWriter {
   // then nothing of `p` is queued.
   void decide(Pending& p, const Known& known, Pipeline& queued, Tail& tail, std::int64_t now) {
     std::vector<AppendResult> results;
-    std::vector<std::pair<std::string, Params>> statements;
+    std::deque<std::pair<std::string, Params>> statements;  // a deque: nothing moves
     std::vector<RecordedEvent> copies;
     std::vector<RecordedEvent>* committed = p.sink->events != nullptr ? &copies : nullptr;
     Tail t = tail;
