@@ -200,9 +200,26 @@ class PgConn {
     if (ok() && in_transaction()) PQclear(PQexec(conn_, "ROLLBACK"));
   }
 
+  // The name of the statement prepared (or to be prepared) on this connection for `sql`; empty
+  // when the connection holds its limit of prepared statements. `fresh` tells that the caller
+  // must prepare it now.
+  std::string statement_name(const std::string& sql, bool& fresh) {
+    fresh = false;
+    if (const auto it = prepared_.find(sql); it != prepared_.end()) return it->second;
+    if (prepared_.size() >= kMaxPrepared) return {};
+    fresh = true;
+    // Names are never reused: a forgotten statement may still exist on the server.
+    return prepared_.emplace(sql, "factum_" + std::to_string(next_name_++)).first->second;
+  }
+  // Forgets statements whose preparation did not complete.
+  void forget_statement(const std::string& sql) noexcept { prepared_.erase(sql); }
+
  private:
+  static constexpr std::size_t kMaxPrepared = 256;
   std::string uri_;
   PGconn* conn_ = nullptr;
+  std::map<std::string, std::string> prepared_;  // SQL text -> statement name
+  std::uint64_t next_name_ = 0;
 };
 
 // Binary parameters for one statement. Views: what is added must outlive the call (own() keeps
@@ -278,13 +295,16 @@ class Params {
 };
 
 // Statements sent together and answered together: one round trip for all of them (libpq's
-// pipeline mode). The server runs them in order; after a failure it skips the rest.
+// pipeline mode). The server runs them in order; after a failure it skips the rest. Statements
+// with parameters are prepared once per connection (named by their text): the server plans them
+// once, not per call.
 class Pipeline {
  public:
   explicit Pipeline(PgConn& c) : c_(c) {}
   ~Pipeline() {
     if (!active_) return;
     // Abandoned (an exception): drain what is pending, leave pipeline mode.
+    for (const std::string& sql : preparing_) c_.forget_statement(sql);
     if (PQpipelineSync(c_.get()) == 1) {
       for (;;) {
         PGresult* r = PQgetResult(c_.get());
@@ -302,41 +322,57 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  bool empty() const noexcept { return sent_ == 0; }
-
   void send(const std::string& sql, const Params& p) {
     if (!active_) {
       if (PQenterPipelineMode(c_.get()) != 1) c_.fail(nullptr, "entering pipeline mode");
       active_ = true;
     }
-    if (PQsendQueryParams(c_.get(), sql.c_str(), p.size(), p.types(), p.values(), p.lengths(),
-                          p.formats(), kFormat) != 1) {
-      c_.fail(nullptr, "sending a statement");
+    bool fresh = false;
+    const std::string name = p.size() > 0 ? c_.statement_name(sql, fresh) : std::string();
+    if (fresh) {
+      preparing_.push_back(sql);
+      if (PQsendPrepare(c_.get(), name.c_str(), sql.c_str(), p.size(), p.types()) != 1) {
+        c_.fail(nullptr, "preparing a statement");
+      }
+      kinds_.push_back(false);
     }
-    ++sent_;
+    const int sent = name.empty()
+                         ? PQsendQueryParams(c_.get(), sql.c_str(), p.size(), p.types(), p.values(),
+                                             p.lengths(), p.formats(), kFormat)
+                         : PQsendQueryPrepared(c_.get(), name.c_str(), p.size(), p.values(),
+                                               p.lengths(), p.formats(), kFormat);
+    if (sent != 1) c_.fail(nullptr, "sending a statement");
+    kinds_.push_back(true);
   }
 
-  // Sends the statements' sync and returns their results in order. Throws (after reading every
-  // answer) the error of the first statement that failed.
+  // Sends the statements' sync and returns their results in order (one per send). Throws
+  // (after reading every answer) the error of the first statement that failed.
   std::vector<PgResult> run(std::string_view doing) {
     std::vector<PgResult> out;
     if (!active_) return out;
     if (PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
     PgResult error;
-    for (int i = 0; i < sent_; ++i) {
+    for (const bool statement : kinds_) {
       PgResult r(PQgetResult(c_.get()));
       if (r.get() == nullptr) c_.fail(nullptr, doing);  // the connection broke
       while (PGresult* extra = PQgetResult(c_.get())) PQclear(extra);
       const auto status = PQresultStatus(r.get());
-      if (status == PGRES_FATAL_ERROR && error.get() == nullptr) error = std::move(r);
-      out.push_back(std::move(r));
+      if ((status == PGRES_FATAL_ERROR || status == PGRES_PIPELINE_ABORTED) &&
+          error.get() == nullptr) {
+        error = std::move(r);
+      }
+      if (statement) out.push_back(std::move(r));
     }
     PgResult sync(PQgetResult(c_.get()));
     if (sync.get() == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
       c_.fail(sync.get(), doing);
     }
     active_ = false;
-    sent_ = 0;
+    kinds_.clear();
+    if (error.get() != nullptr) {
+      for (const std::string& sql : preparing_) c_.forget_statement(sql);
+    }
+    preparing_.clear();
     if (PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
     if (error.get() != nullptr) c_.fail(error.get(), doing);
     return out;
@@ -345,7 +381,8 @@ class Pipeline {
  private:
   PgConn& c_;
   bool active_ = false;
-  int sent_ = 0;
+  std::vector<bool> kinds_;             // per result awaited: a statement's (true) or a PREPARE's
+  std::vector<std::string> preparing_;  // SQL prepared in this round trip
 };
 
 // --- Schema ---------------------------------------------------------------------------------
