@@ -273,8 +273,25 @@ class Params {
   const int* lengths() const noexcept { return lengths_.data(); }
   const int* formats() const noexcept { return formats_.data(); }
 
+  // Runs `sql` with these parameters (prepared once per connection when it has any).
   PgResult run(PgConn& c, const char* sql, std::string_view doing) {
-    return c.run(sql, size(), types(), values(), lengths(), formats(), doing);
+    if (size() == 0) return c.run(sql, 0, nullptr, nullptr, nullptr, nullptr, doing);
+    const std::string text(sql);
+    bool fresh = false;
+    const std::string name = c.statement_name(text, fresh);
+    if (name.empty()) return c.run(sql, size(), types(), values(), lengths(), formats(), doing);
+    if (fresh) {
+      PgResult prepared(PQprepare(c.get(), name.c_str(), sql, size(), types()));
+      if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
+        c.forget_statement(text);
+        c.fail(prepared.get(), doing);
+      }
+    }
+    PgResult r(
+        PQexecPrepared(c.get(), name.c_str(), size(), values(), lengths(), formats(), kFormat));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) c.fail(r.get(), doing);
+    return r;
   }
 
  private:
