@@ -157,7 +157,9 @@ class PgConn {
   void configure(const StoreOptions& options) {
     // Durability::normal: a commit returns before its WAL record is flushed (a server crash
     // may lose the last moments of commits, never the log's consistency); full: flushed.
-    const std::string lock_timeout = std::to_string(options.busy_timeout.count());
+    // lock_timeout 0 would mean "wait forever"; busy_timeout 0 means "do not wait".
+    const std::string lock_timeout =
+        std::to_string(std::max<std::int64_t>(1, options.busy_timeout.count()));
     exec("SET synchronous_commit = " +
              std::string(options.durability == Durability::full ? "on" : "off") +
              "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning" +
