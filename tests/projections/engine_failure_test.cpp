@@ -60,14 +60,25 @@ bool has_failed(const ProjectionEngine& engine, const std::string& name) {
 
 // Makes every save of checkpoint `name` past 0 take a while (a trigger that counts a
 // 3,000 x 3,000 cross join), so that the time between a failure and the commit of the
-// checkpoint before it is wide enough for a reader to look in.
+// checkpoint before it is wide enough for a reader to look in. PostgreSQL's triggers call a
+// function: there it sleeps as long (pg_sleep).
 void slow_checkpoint_saves(EventStore& store, const std::string& name) {
   store.write_sql([&](Sql& sql) {
+    CheckpointStore::create_table(sql);
+    if (sql.dialect() == SqlDialect::postgres) {
+      sql.execute(
+          "CREATE FUNCTION slow_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "IF NEW.name = '" +
+          name + "' AND NEW.position > 0 THEN PERFORM pg_sleep(0.3); END IF; RETURN NEW; END $$");
+      sql.execute(
+          "CREATE TRIGGER slow_checkpoint AFTER INSERT OR UPDATE ON factum_checkpoints FOR EACH "
+          "ROW EXECUTE FUNCTION slow_checkpoint()");
+      return;
+    }
     sql.execute("CREATE TABLE slow_rows (x INTEGER)");
     sql.execute(
         "INSERT INTO slow_rows WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
         "WHERE x < 3000) SELECT x FROM c");
-    CheckpointStore::create_table(sql);
     for (const char* when : {"INSERT", "UPDATE"}) {
       sql.execute(std::string("CREATE TRIGGER slow_checkpoint_") + when + " AFTER " + when +
                   " ON factum_checkpoints WHEN NEW.name = '" + name +

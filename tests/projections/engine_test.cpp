@@ -353,9 +353,19 @@ TEST_CASE("add refuses a table name that is already a table or view of the file,
   append_numbers(t.store, 3);
   t.store.write_sql([](Sql& sql) {
     sql.execute("CREATE VIEW my_report AS SELECT 1 AS x");
-    // A trigger's name is no table name: a projection may use it.
+    // A trigger's name is no table name: a projection may use it. (PostgreSQL's trigger calls
+    // a function, whose name is no table name either.)
     sql.execute("CREATE TABLE audit_log (x INTEGER)");
-    sql.execute("CREATE TRIGGER counts AFTER INSERT ON audit_log BEGIN SELECT 1; END");
+    if (sql.dialect() == SqlDialect::postgres) {
+      sql.execute(
+          "CREATE FUNCTION counts() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; "
+          "END $$");
+      sql.execute(
+          "CREATE TRIGGER counts AFTER INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION "
+          "counts()");
+    } else {
+      sql.execute("CREATE TRIGGER counts AFTER INSERT ON audit_log BEGIN SELECT 1; END");
+    }
   });
   ProjectionEngine engine(t.store);
   for (const char* table : {"events", "Streams", "my_report"}) {

@@ -451,7 +451,7 @@ TEST_CASE("an append in flight while a subscription starts is delivered when it 
 
 TEST_CASE("events appended by other processes reach a polling subscription, each once in order") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   EventStore store = EventStore::open(path, TempStore::fast_options());
   Recorder seen;
   Subscription sub(store, {.batch_size = 16, .poll_interval = 20ms}, seen.handler());
@@ -472,9 +472,10 @@ TEST_CASE("a commit by another connection just after the catch-up read is seen a
   // Another EventStore object on the file has a connection of its own and does not fire this
   // store's on_appended: for the subscription it is another process. It commits from inside
   // the handler, after the subscription's read of the history has ended and before its first
-  // poll of PRAGMA data_version: the first poll must not take that commit as its baseline.
+  // poll of PRAGMA data_version (on PostgreSQL, of its NOTIFY channel): the first poll must not
+  // take that commit as its baseline.
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   EventStore store = EventStore::open(path, TempStore::fast_options());
   EventStore other = EventStore::open(path, TempStore::fast_options());
   store.append("s-1", ExpectedVersion::any(), make_event());
@@ -492,7 +493,7 @@ TEST_CASE("a commit by another connection just after the catch-up read is seen a
 
 TEST_CASE("without polling, another process's commits are read at this process's next append") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   EventStore store = EventStore::open(path, TempStore::fast_options());
   Recorder seen;
   Subscription sub(store, {.poll_interval = 0ms}, seen.handler());
