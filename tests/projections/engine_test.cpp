@@ -72,6 +72,28 @@ TEST_CASE("an async projection resumes from its checkpoint when the engine is re
   CHECK(engine.status("fold").generation == 1);
 }
 
+TEST_CASE("a logical table name with capitals is served, rebuilt and dropped like any other") {
+  // The projection names its table unquoted (ctx.table()); the engine quotes the view and
+  // the generations' tables in its own SQL. Both must name the same objects on either backend.
+  TempStore t;
+  append_numbers(t.store, 20);
+  {
+    ProjectionEngine engine(t.store);
+    engine.add(std::make_shared<Fold>(Fold::Options{.table = "DailyCounts"}));
+    REQUIRE(engine.wait_for("fold", 20, kWait));
+  }
+  CHECK(read_model(t.store, "DailyCounts") == fold_log(t.store));
+  CHECK(schema_has(t.store, "view", "DailyCounts"));
+  ProjectionEngine engine(t.store);
+  engine.add(
+      std::make_shared<Fold>(Fold::Options{.table = "DailyCounts", .version = 2, .weight = 3}));
+  REQUIRE(engine.wait_for("fold", 20, kWait));
+  CHECK(read_model(t.store, "DailyCounts") == fold_log(t.store, {}, 3));
+  CHECK(engine.status("fold").generation == 2);
+  CHECK(schema_has(t.store, "table", "DailyCounts__g2"));
+  CHECK_FALSE(schema_has(t.store, "table", "DailyCounts__g1"));
+}
+
 // --- Exactly once ----------------------------------------------------------------------------
 
 namespace {
