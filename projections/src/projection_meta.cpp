@@ -27,6 +27,19 @@ std::vector<std::string> tables_of(Sql& sql, const std::string& projection,
   return out;
 }
 
+// `name` quoted, as the engine names a view or a generation's table in its own SQL. The
+// projection's SQL names them unquoted (ctx.table()): SQLite compares names without case,
+// PostgreSQL folds unquoted names to lower case, so on PostgreSQL the quoted name is in lower
+// case too, or a logical name with capitals would name no table the projection created.
+std::string quoted(const Sql& sql, std::string name) {
+  if (sql.dialect() == SqlDialect::postgres) {
+    for (char& c : name) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return "\"" + name + "\"";
+}
+
 SqlValue text_or_null(const std::optional<std::string>& s) {
   return s ? SqlValue(*s) : SqlValue(nullptr);
 }
@@ -171,19 +184,19 @@ void serve_generation(Sql& sql, const std::string& projection, std::uint64_t gen
                       std::uint64_t previous) {
   if (previous != 0) {
     for (const std::string& logical : tables_of(sql, projection, previous)) {
-      sql.execute("DROP VIEW IF EXISTS \"" + logical + "\"");
+      sql.execute("DROP VIEW IF EXISTS " + quoted(sql, logical));
     }
   }
   for (const std::string& logical : tables_of(sql, projection, generation)) {
-    sql.execute("DROP VIEW IF EXISTS \"" + logical + "\"");
-    sql.execute("CREATE VIEW \"" + logical + "\" AS SELECT * FROM \"" +
-                physical(logical, generation) + "\"");
+    sql.execute("DROP VIEW IF EXISTS " + quoted(sql, logical));
+    sql.execute("CREATE VIEW " + quoted(sql, logical) + " AS SELECT * FROM " +
+                quoted(sql, physical(logical, generation)));
   }
 }
 
 void drop_generation(Sql& sql, const std::string& projection, std::uint64_t generation) {
   for (const std::string& logical : tables_of(sql, projection, generation)) {
-    sql.execute("DROP TABLE IF EXISTS \"" + physical(logical, generation) + "\"");
+    sql.execute("DROP TABLE IF EXISTS " + quoted(sql, physical(logical, generation)));
   }
   sql.execute("DELETE FROM factum_projection_tables WHERE projection = ?1 AND generation = ?2",
               {projection, static_cast<std::int64_t>(generation)});

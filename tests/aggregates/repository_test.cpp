@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include "aggregates/bank_account.hpp"
-#include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
@@ -135,14 +134,18 @@ TEST_CASE("an old-schema or corrupt snapshot is ignored, reported, and the state
   accounts.snapshot(accounts.load("1"));
   accounts.execute("1", [](Account& a) { a.deposit(5); });
   const Account truth = plain.load("1");
+  // The snapshots are damaged through the store's own SQL handle: the same on either backend.
+  const auto damage = [&](const std::string& sql, std::initializer_list<SqlValue> params) {
+    t.store.write_sql([&](Sql& s) { s.execute(sql, params); });
+  };
   SUBCASE("old schema version") {
-    test::raw_exec(t.path, "UPDATE factum_snapshots SET schema_version = 0");
+    damage("UPDATE factum_snapshots SET schema_version = 0", {});
     CHECK(accounts.load("1") == truth);
     REQUIRE(ignored.size() == 1);
     CHECK(ignored[0].reason.find("schema version") != std::string::npos);
   }
   SUBCASE("bytes that do not match their digest") {
-    test::raw_exec(t.path, "UPDATE factum_snapshots SET state = X'0000'");
+    damage("UPDATE factum_snapshots SET state = ?1", {Bytes(2, std::byte{0})});
     CHECK(accounts.load("1") == truth);
     REQUIRE(ignored.size() == 1);
     CHECK(ignored[0].reason.find("digest") != std::string::npos);

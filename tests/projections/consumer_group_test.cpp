@@ -16,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
@@ -232,7 +231,7 @@ TEST_CASE("save then load returns the saved position, a later save replaces it")
 
 TEST_CASE("a saved checkpoint survives closing and reopening the store") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   {
     EventStore store = EventStore::open(path, TempStore::fast_options());
     CheckpointStore(store).save("durable", 123456789012ULL);
@@ -342,7 +341,7 @@ TEST_CASE("an empty checkpoint name is refused by every call") {
 
 TEST_CASE("a read-only store reads checkpoints and refuses to change them") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   {
     EventStore store = EventStore::open(path, TempStore::fast_options());
     CheckpointStore(store).save("a", 4);
@@ -367,7 +366,7 @@ TEST_CASE("a read-only store reads checkpoints and refuses to change them") {
 
 TEST_CASE("a read-only store without the checkpoint table reads no checkpoints and adds none") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   {
     EventStore store = EventStore::open(path, TempStore::fast_options());
     store.append("s-1", ExpectedVersion::any(), make_event());
@@ -378,13 +377,12 @@ TEST_CASE("a read-only store without the checkpoint table reads no checkpoints a
   CheckpointStore checkpoints(store);
   CHECK(checkpoints.load("any") == 0);
   CHECK(checkpoints.list().empty());
-  CHECK(test::raw_int(path,
-                      "SELECT count(*) FROM sqlite_master WHERE name = 'factum_checkpoints'") == 0);
+  store.read_sql([](Sql& sql) { CHECK(sql.object_type("factum_checkpoints").empty()); });
 }
 
 TEST_CASE("a checkpoint saved through one EventStore is loaded through another on the file") {
   TempDir dir;
-  const auto path = dir.file("store.db");
+  const auto path = test::temp_store_location(dir);
   EventStore writer = EventStore::open(path, TempStore::fast_options());
   EventStore reader = EventStore::open(path, TempStore::fast_options());
   CheckpointStore mine(writer);

@@ -60,14 +60,25 @@ bool has_failed(const ProjectionEngine& engine, const std::string& name) {
 
 // Makes every save of checkpoint `name` past 0 take a while (a trigger that counts a
 // 3,000 x 3,000 cross join), so that the time between a failure and the commit of the
-// checkpoint before it is wide enough for a reader to look in.
+// checkpoint before it is wide enough for a reader to look in. PostgreSQL's triggers call a
+// function: there it sleeps as long (pg_sleep).
 void slow_checkpoint_saves(EventStore& store, const std::string& name) {
   store.write_sql([&](Sql& sql) {
+    CheckpointStore::create_table(sql);
+    if (sql.dialect() == SqlDialect::postgres) {
+      sql.execute(
+          "CREATE FUNCTION slow_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "IF NEW.name = '" +
+          name + "' AND NEW.position > 0 THEN PERFORM pg_sleep(0.3); END IF; RETURN NEW; END $$");
+      sql.execute(
+          "CREATE TRIGGER slow_checkpoint AFTER INSERT OR UPDATE ON factum_checkpoints FOR EACH "
+          "ROW EXECUTE FUNCTION slow_checkpoint()");
+      return;
+    }
     sql.execute("CREATE TABLE slow_rows (x INTEGER)");
     sql.execute(
         "INSERT INTO slow_rows WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
         "WHERE x < 3000) SELECT x FROM c");
-    CheckpointStore::create_table(sql);
     for (const char* when : {"INSERT", "UPDATE"}) {
       sql.execute(std::string("CREATE TRIGGER slow_checkpoint_") + when + " AFTER " + when +
                   " ON factum_checkpoints WHEN NEW.name = '" + name +
@@ -244,6 +255,72 @@ TEST_CASE("policy skip: the failing event is skipped, counted and recorded, the 
   expected.erase("bad-2");
   CHECK(read_model(t.store, "failing") == expected);
   CHECK(ProjectionEngine::recorded(t.store).at(0).skipped == 2);
+}
+
+namespace {
+
+// On "boom", a statement the database refuses (NULL into a NOT NULL column) after the event's
+// row is written. PostgreSQL then refuses every later statement of the transaction until it
+// rolls back to a savepoint; SQLite goes on. Either way the failure must stay the event's own.
+Fold::Hook refused_sql_on_boom() {
+  return [](const RecordedEvent& e, ProjectionContext& ctx) {
+    if (to_string(e.payload) != "boom") return;
+    ctx.sql().execute("INSERT INTO " + ctx.table("failing") + " VALUES ('x', NULL, 0)");
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a statement the database refuses fails its event alone (policies stop and skip)") {
+  TempStore t;
+  append_with_boom(t.store);  // boom at 10 of 15
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  failing->after_write = refused_sql_on_boom();
+
+  SUBCASE("async, policy stop: the checkpoint before it commits, nothing of the event") {
+    engine.add(failing, {.on_failure = FailurePolicy::stop, .batch_size = 4});
+    REQUIRE(has_failed(engine, "failing"));
+    const ProjectionStatus s = engine.status("failing");
+    CHECK(s.checkpoint == 9);
+    REQUIRE(s.error.has_value());
+    CHECK(s.error->position == 10);
+    CHECK(read_model(t.store, "failing") == fold_log(t.store, {}, 1, 9));
+  }
+  SUBCASE("async, policy skip: the rest of the batch and the log are applied") {
+    engine.add(failing, {.on_failure = FailurePolicy::skip, .batch_size = 100});
+    REQUIRE(engine.wait_for("failing", 15, kWait));
+    CHECK(engine.status("failing").skipped == 1);
+    Tallies expected = fold_log(t.store);
+    expected.erase("bad-1");
+    CHECK(read_model(t.store, "failing") == expected);
+  }
+}
+
+TEST_CASE("inline: a statement the database refuses fails its projection, the append commits") {
+  TempStore t;
+  append_numbers(t.store, 5);
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  failing->after_write = refused_sql_on_boom();
+  for (const auto& fold : {failing, std::make_shared<Fold>(Fold::Options{.name = "healthy"})}) {
+    engine.add(fold, {.mode = ProjectionMode::inline_append});
+    REQUIRE(
+        eventually([&] { return engine.status(fold->name()).state == ProjectionState::running; }));
+  }
+  // Positions 6 (applied) and 7 (refused), in the append's transaction with the other projection.
+  const std::vector<EventData> batch = {make_event("test.Happened", "6"),
+                                        make_event("test.Bad", "boom")};
+  const AppendResult r = t.store.append("bad-1", ExpectedVersion::any(), batch);
+  CHECK(r.last_position == 7);
+  const ProjectionStatus s = engine.status("failing");
+  CHECK(s.state == ProjectionState::failed);
+  CHECK(s.checkpoint == 6);
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->position == 7);
+  CHECK(read_model(t.store, "failing") == fold_log(t.store, {}, 1, 6));
+  CHECK(engine.status("healthy").checkpoint == 7);
+  CHECK(read_model(t.store, "counts") == fold_log(t.store));
 }
 
 // --- External targets ----------------------------------------------------------------------

@@ -77,14 +77,11 @@ inline Tallies read_model(const EventStore& store, const std::string& table = "c
   return out;
 }
 
-// Whether sqlite_master has an entry `name` of `type` ("table", "view").
+// Whether the store's database has a `type` ("table", "view") named `name` (on either
+// backend: Sql::object_type).
 inline bool schema_has(const EventStore& store, const std::string& type, const std::string& name) {
   bool found = false;
-  store.read_sql([&](Sql& sql) {
-    found =
-        sql.query_integer("SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2", {type, name})
-            .has_value();
-  });
+  store.read_sql([&](Sql& sql) { found = sql.object_type(name) == type; });
   return found;
 }
 
@@ -163,15 +160,19 @@ class Fold : public Projection {
   std::string name() const override { return o_.name; }
   std::uint32_t version() const override { return o_.version; }
   std::vector<std::string> event_types() const override { return o_.types; }
+  // SQL both backends accept: table_ddl for 64-bit integers on PostgreSQL, and the update's
+  // columns qualified by the table (PostgreSQL finds a bare "n" ambiguous beside excluded.n).
   void reset(ProjectionContext& ctx) override {
-    ctx.sql().execute("CREATE TABLE " + ctx.table(o_.table) +
-                      " (stream TEXT PRIMARY KEY, n INTEGER NOT NULL, total INTEGER NOT NULL)");
+    ctx.sql().execute(table_ddl(
+        ctx.sql(), "CREATE TABLE " + ctx.table(o_.table) +
+                       " (stream TEXT PRIMARY KEY, n INTEGER NOT NULL, total INTEGER NOT NULL)"));
     ++resets;
   }
   void apply(const RecordedEvent& e, ProjectionContext& ctx) override {
-    ctx.sql().execute("INSERT INTO " + ctx.table(o_.table) +
-                          " VALUES (?1, ?2, ?3) ON CONFLICT (stream) DO UPDATE SET n = n + ?2, "
-                          "total = total + ?3",
+    const std::string table = ctx.table(o_.table);
+    ctx.sql().execute("INSERT INTO " + table +
+                          " VALUES (?1, ?2, ?3) ON CONFLICT (stream) DO UPDATE SET n = " + table +
+                          ".n + ?2, total = " + table + ".total + ?3",
                       {e.stream_id, o_.weight, o_.weight * payload_number(e)});
     ++applies;
     if (after_write) after_write(e, ctx);
