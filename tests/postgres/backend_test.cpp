@@ -437,3 +437,23 @@ TEST_CASE("postgres: two appends to one stream in one group see each other's ver
   CHECK(store.stream_version("acct-2") == 2);
   CHECK(store.verify().ok());
 }
+
+TEST_CASE("postgres: busy_timeout 0 fails an append at once while another holds the log's lock") {
+  const std::string uri = pg_test_uri();
+  StoreOptions o = TempStore::fast_options();
+  o.busy_timeout = std::chrono::milliseconds(0);
+  EventStore store = EventStore::open(uri, o);
+  store.append("acct-1", ExpectedVersion::no_stream(), make_events(1));
+  OrderingLock lock(uri);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    store.append("acct-1", ExpectedVersion::exact(1), make_events(1));
+    FAIL("appended while the lock was held");
+  } catch (const StorageError& e) {
+    CHECK(e.kind() == StorageError::Kind::busy);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  Raw raw(uri);
+  lock.release_after(raw, 0);
+  CHECK(store.append("acct-1", ExpectedVersion::exact(1), make_events(1)).stream_version == 2);
+}
