@@ -269,7 +269,7 @@ int run_audit(const AuditOptions& o) {
   if (!e) {
     throw CliError((o.event.empty() ? "no event at position " + std::to_string(o.position)
                                     : "event " + o.event + " not found") +
-                   " in '" + o.db + "'");
+                   " in '" + shown_location(o.db) + "'");
   }
   const Audit a = audit(store, std::move(*e), o.limit);
   if (o.json) {

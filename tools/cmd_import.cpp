@@ -2,7 +2,8 @@
 // Lines, from a file or stdin) into a new store, keeping every event's position, id, recorded-at
 // time and hash (EventStore::import_events checks each hash against the chain), then verifies
 // the whole store. The store is built in a temporary file beside DB and only moved to DB once
-// it verifies, so a failed or interrupted import leaves nothing behind.
+// it verifies, so a failed or interrupted import leaves nothing behind. DB may also be a
+// PostgreSQL URI whose schema holds no events (import_into_server).
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -291,15 +293,17 @@ ExportTrailer parse_trailer(const Json& j, std::uint64_t number) {
   }
 }
 
-Loaded load(EventStore& store, const ImportOptions& o) {
+// Reads the export, handing its events to `sink` a batch at a time (the sink empties the
+// batch); `interrupted` is the message of a SIGINT/SIGTERM. Sets `events` and the trailer.
+Loaded read_export(const ImportOptions& o, const char* label,
+                   const std::function<void(Batch&)>& sink, const std::string& interrupted) {
   LineReader reader(o.input, max_line_length(o.max_payload_size));
-  Progress bar("import", reader.size(), "bytes");
+  Progress bar(label, reader.size(), "bytes");
   Batch batch;
   Loaded loaded;
   std::string line;
   while (reader.next(line)) {
-    if (g_interrupted.load())
-      throw CliError("import interrupted; nothing was written", kInterrupted);
+    if (g_interrupted.load()) throw CliError(interrupted, kInterrupted);
     if (loaded.trailer) {
       throw CliError(line_prefix(reader.number()) + "follows the export's trailer (line " +
                      std::to_string(loaded.trailer_line) + "), which must be the last line");
@@ -324,15 +328,66 @@ Loaded load(EventStore& store, const ImportOptions& o) {
     batch.lines.push_back(reader.number());
     ++loaded.events;
     if (batch.events.size() >= kBatchEvents || batch.bytes >= kBatchBytes) {
-      import_batch(store, batch);
+      sink(batch);
       bar.update(reader.bytes_read());
     }
   }
-  import_batch(store, batch);
+  sink(batch);
   bar.finish();
+  return loaded;
+}
+
+Loaded load(EventStore& store, const ImportOptions& o,
+            const std::string& interrupted = "import interrupted; nothing was written") {
+  Loaded loaded = read_export(
+      o, "import", [&store](Batch& batch) { import_batch(store, batch); }, interrupted);
   loaded.head = store.head();
   return loaded;
 }
+
+// What an import into PostgreSQL checks before it writes anything: each event follows the one
+// before it (its position, and its hash over its fields and the previous hash, as
+// import_events checks them) and its text fields can be PostgreSQL text (UTF-8 without NUL;
+// SQLite stores any bytes there). So a damaged, altered or cut-off export, or one a server
+// cannot hold, is refused with nothing written.
+class ChainCheck {
+ public:
+  void operator()(Batch& batch) {
+    for (std::size_t i = 0; i < batch.events.size(); ++i) check(batch.events[i], batch.lines[i]);
+    batch.clear();
+  }
+  const Head& head() const noexcept { return head_; }
+
+ private:
+  void check(RecordedEvent& e, std::uint64_t line) {
+    if (e.position != head_.position + 1) {
+      throw CliError(line_prefix(line) + "the event at position " + std::to_string(e.position) +
+                     " does not follow position " + std::to_string(head_.position) +
+                     " (an import starts at position 1 and skips none)");
+    }
+    check_text(e.stream_id, "stream id", e, line);
+    check_text(e.type, "type", e, line);
+    check_text(e.metadata.actor, "actor", e, line);
+    e.previous_hash = head_.hash;
+    if (!hash_matches(e)) {
+      throw CliError(line_prefix(line) + "the event at position " + std::to_string(e.position) +
+                         ": its hash does not match its fields and the previous event's hash "
+                         "(the export was altered, or does not continue this log)",
+                     kDamaged);
+    }
+    e.previous_hash = Hash{};
+    head_ = {e.position, e.hash};
+  }
+  static void check_text(const std::string& text, const char* field, const RecordedEvent& e,
+                         std::uint64_t line) {
+    if (is_utf8(text) && text.find('\0') == std::string::npos) return;
+    throw CliError(line_prefix(line) + "the " + field + " of the event at position " +
+                   std::to_string(e.position) +
+                   " is not UTF-8 text without NUL bytes, which PostgreSQL cannot store (keep "
+                   "this log in SQLite)");
+  }
+  Head head_;
+};
 
 // The export must end with a trailer that matches what was imported: without one it was cut off
 // (or stopped at a damaged event), and only --allow-prefix accepts that.
@@ -357,7 +412,8 @@ void check_trailer(const Loaded& loaded, const ImportOptions& o) {
   }
 }
 
-void verify_imported(const EventStore& store, const Loaded& loaded, const ImportOptions& o) {
+// The trailer, and --head: the export is whole, and the log the caller expects.
+void check_export_end(const Loaded& loaded, const ImportOptions& o) {
   check_trailer(loaded, o);
   if (!o.head.empty() && hash_from_hex(o.head) != loaded.head.hash) {
     throw CliError("the export ends at position " + std::to_string(loaded.head.position) +
@@ -365,6 +421,10 @@ void verify_imported(const EventStore& store, const Loaded& loaded, const Import
                        o.head + ": it was cut off or is another log",
                    kDamaged);
   }
+}
+
+void verify_imported(const EventStore& store, const Loaded& loaded, const ImportOptions& o) {
+  check_export_end(loaded, o);
   VerifyOptions options;
   options.expected_head = loaded.head.hash;
   Progress bar("verify", loaded.head.position, "events");
@@ -374,28 +434,83 @@ void verify_imported(const EventStore& store, const Loaded& loaded, const Import
   if (!r.ok()) throw CliError("the imported store does not verify: " + r.message, kDamaged);
 }
 
-// Into a PostgreSQL store: the schema must hold no events yet (import never merges logs). A
-// failed import leaves the events it loaded before the failure: drop the schema and start over.
-int import_into_server(const ImportOptions& o) {
-  EventStore store = EventStore::open(o.db, import_store_options(o));
-  if (store.head().position != 0) {
-    throw CliError("'" + o.db + "' holds " + std::to_string(store.head().position) +
-                   " events already; import loads into an empty store (use a new schema)");
-  }
-  Loaded loaded;
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void print_summary(const Loaded& loaded, const ImportOptions& o) {
+  if (o.quiet) return;
+  std::cerr << "imported " << loaded.events << " events into '" << shown_location(o.db)
+            << "'; head " << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
+            << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
+}
+
+// The events the store at `uri` holds (its head position); nullopt when there is no store
+// there yet. Opened read-only: nothing is created or written.
+std::optional<Position> events_on_server(const std::string& uri) {
+  StoreOptions options;
+  options.read_only = true;
+  options.create_if_missing = false;
   try {
-    loaded = load(store, o);
-    verify_imported(store, loaded, o);
-  } catch (...) {
-    std::cerr << "factum import: the events loaded before the failure stay in '" << o.db
-              << "': drop its schema before importing again\n";
+    return EventStore::open(uri, options).head_position();
+  } catch (const StorageError& e) {
+    if (e.kind() == StorageError::Kind::not_a_store) return std::nullopt;
     throw;
   }
-  if (!o.quiet) {
-    std::cerr << "imported " << loaded.events << " events into '" << o.db << "'; head "
-              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
-              << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
+}
+
+[[noreturn]] void refuse_events(const ImportOptions& o, Position events) {
+  throw CliError("'" + shown_location(o.db) + "' holds " + std::to_string(events) +
+                 " events already; import loads into an empty store and changed nothing (give "
+                 "it a new schema: ?options=-csearch_path%3D<schema>)");
+}
+
+// Into a PostgreSQL store (docs/postgres.md): the schema must hold no events (import never
+// merges logs). An export read from a file is checked whole first (ChainCheck, its trailer,
+// --head), so a bad export writes nothing, not even the store's tables. The events are then
+// imported a batch per transaction, and the store verified. A failure past the check (the
+// server, the connection, stdin's input) leaves the events imported so far: a verified prefix
+// of the log, which the message counts; drop them with the schema before importing again.
+int import_into_server(const ImportOptions& o) {
+  install_interrupt_handlers();
+  if (const auto events = events_on_server(o.db); events && *events != 0) refuse_events(o, *events);
+  if (o.input != "-") {
+    ChainCheck check;
+    Loaded checked =
+        read_export(o, "check", std::ref(check), "import interrupted; nothing was written");
+    checked.head = check.head();
+    check_export_end(checked, o);
   }
+  StoreOptions options = import_store_options(o);
+  options.durability = Durability::full;  // every batch is on the server's disk once committed
+  EventStore store = EventStore::open(o.db, options);
+  if (const Position events = store.head_position(); events != 0) refuse_events(o, events);
+  Loaded loaded;
+  try {
+    loaded = load(store, o, "import interrupted");
+    verify_imported(store, loaded, o);
+  } catch (...) {
+    Position kept = 0;
+    try {
+      kept = store.head_position();
+    } catch (const std::exception&) {
+      kept = 1;  // unknown: the server is out of reach; say that events may remain
+    }
+    if (kept > 0) {
+      std::cerr << "factum import: the events imported before the failure stay in '"
+                << shown_location(o.db) << "' (" << kept
+                << " of them, a verified prefix of the log): drop the schema's tables (or the "
+                   "schema) before importing again\n";
+    } else {
+      std::cerr << "factum import: nothing was imported into '" << shown_location(o.db) << "'\n";
+    }
+    throw;
+  }
+  print_summary(loaded, o);
   return kOk;
 }
 
@@ -404,11 +519,7 @@ int run_import(const ImportOptions& o) {
   if (fs::exists(fs::symlink_status(o.db))) {
     throw CliError("'" + o.db + "' exists; import creates a new store (choose another name)");
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  install_interrupt_handlers();
 
   TempStoreFile temp(o.db);
   Loaded loaded;
@@ -418,11 +529,7 @@ int run_import(const ImportOptions& o) {
     verify_imported(store, loaded, o);
   }  // closed: the WAL is checkpointed into the file
   temp.move_to(o.db);
-  if (!o.quiet) {
-    std::cerr << "imported " << loaded.events << " events into '" << o.db << "'; head "
-              << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
-              << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
-  }
+  print_summary(loaded, o);
   return kOk;
 }
 
@@ -432,7 +539,10 @@ void add_import_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ImportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "import", "Load an export into a new store, keeping ids, order and hashes, and verify it");
-  cmd->add_option("DB", o->db, "The new store file (must not exist)")->required();
+  cmd->add_option("DB", o->db,
+                  "The new store file (must not exist), or a PostgreSQL URI whose schema holds "
+                  "no events")
+      ->required();
   cmd->add_option("FILE", o->input, "The export (JSON Lines); '-' or none: stdin");
   cmd->add_option("--head", o->head,
                   "Fail unless the export ends with this hash (the last hash export printed): "

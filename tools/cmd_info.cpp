@@ -1,4 +1,4 @@
-// tools/cmd_info.cpp — `factum info DB` (what the file is: format, counts, head, size) and
+// tools/cmd_info.cpp — `factum info DB` (what the store is: format, counts, head, size) and
 // `factum stats DB` (events per type, per category and per day), both from read-only SQL on
 // the store's tables (docs/storage-format.md).
 #include <iostream>
@@ -27,6 +27,9 @@ struct Info {
   std::optional<Timestamp> last;
   std::uint64_t file_size = 0;
   std::uint64_t wal_size = 0;
+  // On PostgreSQL: the store's schema and what its tables take on the server (no file sizes).
+  std::optional<std::string> schema;
+  std::uint64_t schema_size = 0;
 };
 
 std::optional<Timestamp> time_at(Sql& sql, const char* which) {
@@ -51,6 +54,11 @@ Info read_info(const EventStore& store, const std::string& path) {
     info.first = time_at(sql, "min");
     info.last = time_at(sql, "max");
   });
+  if (is_store_uri(path)) {
+    info.schema = store_schema(store);
+    info.schema_size = cli::schema_size(store);
+    return info;
+  }
   info.file_size = file_size_or_zero(path);
   info.wal_size = file_size_or_zero(path + "-wal");
   return info;
@@ -58,7 +66,7 @@ Info read_info(const EventStore& store, const std::string& path) {
 
 Json info_json(const Info& info, const std::string& path) {
   Json j = Json::object();
-  j["path"] = json_text(path);
+  j["path"] = json_text(shown_location(path));
   j["format"] = info.format;
   j["events"] = info.events;
   j["streams"] = info.streams;
@@ -66,6 +74,13 @@ Json info_json(const Info& info, const std::string& path) {
   j["head"] = {{"position", info.head.position}, {"hash", to_hex(info.head.hash)}};
   j["first_recorded_at"] = info.first ? Json(format_time(*info.first)) : Json(nullptr);
   j["last_recorded_at"] = info.last ? Json(format_time(*info.last)) : Json(nullptr);
+  if (info.schema) {  // a server has no store file
+    j["schema"] = json_text(*info.schema);
+    j["schema_size"] = info.schema_size;
+    j["file_size"] = nullptr;
+    j["wal_size"] = nullptr;
+    return j;
+  }
   j["file_size"] = info.file_size;
   j["wal_size"] = info.wal_size;
   return j;
@@ -81,19 +96,30 @@ int run_info(const InfoOptions& o) {
   auto time_or_dash = [](const std::optional<Timestamp>& t) {
     return t ? format_time(*t) : std::string("-");
   };
-  std::string size =
-      human_bytes(info.file_size) + " (" + std::to_string(info.file_size) + " bytes)";
-  if (info.wal_size > 0) size += ", WAL " + human_bytes(info.wal_size);
-  print_fields({{"path", printable(o.db)},
-                {"format", std::to_string(info.format)},
-                {"events", std::to_string(info.events)},
-                {"streams", std::to_string(info.streams)},
-                {"categories", std::to_string(info.categories)},
-                {"head position", std::to_string(info.head.position)},
-                {"head hash", to_hex(info.head.hash)},
-                {"first event", time_or_dash(info.first)},
-                {"last event", time_or_dash(info.last)},
-                {"file size", size}});
+  std::vector<std::pair<std::string, std::string>> size_fields;
+  if (info.schema) {
+    size_fields = {
+        {"schema", printable(*info.schema)},
+        {"schema size", human_bytes(info.schema_size) + " (" + std::to_string(info.schema_size) +
+                            " bytes: tables and indexes)"}};
+  } else {
+    std::string size =
+        human_bytes(info.file_size) + " (" + std::to_string(info.file_size) + " bytes)";
+    if (info.wal_size > 0) size += ", WAL " + human_bytes(info.wal_size);
+    size_fields = {{"file size", size}};
+  }
+  std::vector<std::pair<std::string, std::string>> fields{
+      {"path", printable(shown_location(o.db))},
+      {"format", std::to_string(info.format)},
+      {"events", std::to_string(info.events)},
+      {"streams", std::to_string(info.streams)},
+      {"categories", std::to_string(info.categories)},
+      {"head position", std::to_string(info.head.position)},
+      {"head hash", to_hex(info.head.hash)},
+      {"first event", time_or_dash(info.first)},
+      {"last event", time_or_dash(info.last)}};
+  fields.insert(fields.end(), size_fields.begin(), size_fields.end());
+  print_fields(fields);
   return kOk;
 }
 

@@ -116,8 +116,8 @@ int run_projections(const ProjectionsOptions& o) {
     return kOk;
   }
   if (projections.empty() && others.empty()) {
-    std::cout << "no projections or checkpoints recorded in '" << printable(o.db) << "' (head "
-              << head << ")\n";
+    std::cout << "no projections or checkpoints recorded in '" << printable(shown_location(o.db))
+              << "' (head " << head << ")\n";
     return kOk;
   }
   if (!projections.empty()) print_projections(projections);
@@ -153,7 +153,7 @@ int run_reset(const ResetOptions& o) {
     if (c.name == o.name) from = c.position;
   }
   if (!from) {
-    throw CliError("no checkpoint named '" + printable(o.name) + "' in '" + o.db +
+    throw CliError("no checkpoint named '" + printable(o.name) + "' in '" + shown_location(o.db) +
                    "' (factum projections lists them)");
   }
   const Position head = store.head_position();
@@ -201,7 +201,7 @@ void add_projection_commands(CLI::App& app, Action& action) {
       "reset",
       "Move a checkpoint back (to 0 by default): its consumer replays from there; moving it "
       "forward, which skips events, needs --forward");
-  cmd->add_option("DB", reset->db, "The store file")->required();
+  add_db_argument(*cmd, reset->db);
   cmd->add_option("NAME", reset->name, "The checkpoint's name")->required();
   cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)")
       ->check(whole_number(0));

@@ -30,13 +30,21 @@ struct StreamsOptions {
 };
 
 // One row per stream: its last version and position (from the events_by_stream index) and
-// when its last event was recorded.
-constexpr const char* kStreamsSql =
-    "SELECT x.stream_id, x.category, x.version, x.last, "
-    "(SELECT recorded_at FROM events WHERE position = x.last) FROM ("
-    "SELECT s.stream_id, s.category, max(e.stream_version) AS version, max(e.position) AS last "
-    "FROM streams s JOIN events e ON e.stream_key = s.stream_key "
-    "WHERE ?1 IS NULL OR s.category = ?1 GROUP BY s.stream_key) x ORDER BY x.stream_id";
+// when its last event was recorded. ?1 is the category, or NULL for every stream.
+std::string streams_sql(SqlDialect dialect) {
+  const bool postgres = dialect == SqlDialect::postgres;
+  return std::string(
+             "SELECT x.stream_id, x.category, x.version, x.last, "
+             "(SELECT recorded_at FROM events WHERE position = x.last) FROM ("
+             "SELECT s.stream_id, s.category, max(e.stream_version) AS version, "
+             "max(e.position) AS last "
+             "FROM streams s JOIN events e ON e.stream_key = s.stream_key WHERE ") +
+         // PostgreSQL cannot type a parameter that is only tested for NULL.
+         (postgres ? "CAST(?1 AS TEXT)" : "?1") +
+         " IS NULL OR s.category = ?1 GROUP BY s.stream_key) x ORDER BY x.stream_id" +
+         // In byte order as on SQLite, whatever the database's collation.
+         (postgres ? " COLLATE \"C\"" : "");
+}
 
 int run_streams(const StreamsOptions& o) {
   const EventStore store = open_read_only(o.db);
@@ -50,7 +58,7 @@ int run_streams(const StreamsOptions& o) {
   }
   const SqlValue category = o.category.empty() ? SqlValue(nullptr) : SqlValue(o.category);
   store.read_sql([&](Sql& sql) {
-    sql.query(kStreamsSql, {category}, [&](const SqlRow& r) {
+    sql.query(streams_sql(sql.dialect()), {category}, [&](const SqlRow& r) {
       const Timestamp last(std::chrono::microseconds(r.is_null(4) ? 0 : r.integer(4)));
       if (!table) {
         print_json_line({{"stream", json_text(r.text(0))},
@@ -133,7 +141,8 @@ struct ReadOptions {
 int run_read(const ReadOptions& o) {
   const EventStore store = open_read_only(o.db);
   if (store.stream_version(o.stream) == 0) {
-    throw CliError("stream '" + printable(o.stream) + "' not found in '" + o.db + "'");
+    throw CliError("stream '" + printable(o.stream) + "' not found in '" + shown_location(o.db) +
+                   "'");
   }
   EventPrinter printer(o.json, false);
   std::uint64_t printed = 0;

@@ -15,7 +15,7 @@ constexpr const char* kFooter =
     "damaged (verify found a break, a command met an event whose hash does not match, or the "
     "file is corrupt); 130 interrupted.\nEvery command but import and checkpoint reset opens the "
     "store "
-    "read-only. See docs/cli.md.";
+    "read-only. DB is a store file or a PostgreSQL URI (postgresql://...). See docs/cli.md.";
 
 }  // namespace
 

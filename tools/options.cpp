@@ -20,7 +20,7 @@ std::string shown_argument(const std::string& text) {
 }  // namespace
 
 CLI::Option* add_db_argument(CLI::App& command, std::string& path) {
-  return command.add_option("DB", path, "The store file")->required();
+  return command.add_option("DB", path, "The store file or PostgreSQL URI")->required();
 }
 
 CLI::Option* add_json_flag(CLI::App& command, bool& json) {

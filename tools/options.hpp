@@ -12,7 +12,8 @@
 
 namespace factum::cli {
 
-// The store file (positional DB, required) and --json, as every command spells them.
+// The store (positional DB, required: a file or a PostgreSQL URI) and --json, as every command
+// spells them.
 CLI::Option* add_db_argument(CLI::App& command, std::string& path);
 CLI::Option* add_json_flag(CLI::App& command, bool& json);
 

@@ -1,6 +1,7 @@
 // tools/store_access.cpp — opening store files for the commands (see store_access.hpp).
 #include "store_access.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -37,6 +38,31 @@ bool is_store_uri(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
 }
 
+std::string shown_location(const std::string& location) {
+  if (!is_store_uri(location)) return location;
+  std::string out = location;
+  // user:password@host: the password is what lies between the user's ':' and the last '@'
+  // of the authority (a password may hold '@' when percent-encoded, and the query may too).
+  const std::size_t authority = out.find("://") + 3;
+  const std::size_t authority_end = std::min(out.find_first_of("/?#", authority), out.size());
+  const std::size_t at = out.rfind('@', authority_end - 1);
+  if (at != std::string::npos && at >= authority) {
+    const std::size_t colon = out.find(':', authority);
+    if (colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  }
+  // ...?password=secret&...: the value, up to the next '&' or '#'.
+  for (std::size_t at_key = out.find('?'); at_key != std::string::npos;) {
+    const std::size_t key = at_key + 1;
+    if (out.compare(key, 9, "password=") == 0) {
+      const std::size_t value = key + 9;
+      const std::size_t end = std::min(out.find_first_of("&#", value), out.size());
+      out.replace(value, end - value, "***");
+    }
+    at_key = out.find('&', key);
+  }
+  return out;
+}
+
 EventStore open_read_only(const std::string& path) { return open_existing(path, true); }
 
 EventStore open_writable(const std::string& path) { return open_existing(path, false); }
@@ -68,6 +94,23 @@ std::optional<std::int64_t> query_int(const EventStore& store, const std::string
 std::uint64_t max_position(const EventStore& store) {
   return static_cast<std::uint64_t>(
       query_int(store, "SELECT max(position) FROM events").value_or(0));
+}
+
+std::string store_schema(const EventStore& store) {
+  std::string schema;
+  store.read_sql([&](Sql& s) {
+    s.query("SELECT current_schema()", {}, [&](const SqlRow& r) { schema = r.text(0); });
+  });
+  return schema;
+}
+
+std::uint64_t schema_size(const EventStore& store) {
+  return static_cast<std::uint64_t>(
+      query_int(store,
+                "SELECT CAST(coalesce(sum(pg_total_relation_size(c.oid)), 0) AS BIGINT) "
+                "FROM pg_class c WHERE c.relnamespace = CAST(current_schema() AS regnamespace) "
+                "AND c.relkind IN ('r', 'p', 'm')")
+          .value_or(0));
 }
 
 std::uint64_t file_size_or_zero(const std::string& path) {

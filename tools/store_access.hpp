@@ -16,6 +16,10 @@ namespace factum::cli {
 // rather than a store file's path: every command takes either (docs/postgres.md).
 bool is_store_uri(std::string_view location);
 
+// `location` as messages and reports show it: a path unchanged; a URI without its password
+// (user:***@host, password=***), so a secret passed on the command line never reaches a log.
+std::string shown_location(const std::string& location);
+
 // Opens an existing store read-only (never created, never written). Throws CliError for a
 // missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.
 EventStore open_read_only(const std::string& path);
@@ -34,6 +38,11 @@ std::optional<std::int64_t> query_int(const EventStore& store, const std::string
 // The highest position in the events table (0 when empty), read without checking any row: the
 // total of a progress bar.
 std::uint64_t max_position(const EventStore& store);
+
+// The schema a PostgreSQL store lives in (the first of its search_path).
+std::string store_schema(const EventStore& store);
+// The bytes the tables of that schema take on the server, with their indexes and TOAST data.
+std::uint64_t schema_size(const EventStore& store);
 
 // The size of a file in bytes, 0 when it does not exist.
 std::uint64_t file_size_or_zero(const std::string& path);

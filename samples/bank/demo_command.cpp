@@ -12,6 +12,7 @@
 #include "progress.hpp"
 #include "report.hpp"
 #include "store_file.hpp"
+#include "store_location.hpp"
 
 namespace bank {
 namespace {
@@ -20,11 +21,20 @@ namespace {
 void prepare_file(const std::filesystem::path& db, bool fresh) {
   const factum::Position events = events_in(db);
   if (events == 0) return;
+  if (factum::samples::is_server_uri(db.string())) {  // never emptied, --fresh or not
+    throw std::runtime_error(factum::samples::no_delete_on_server("factum-bank", db, events));
+  }
   if (!fresh) {
     throw std::runtime_error("'" + db.string() + "' already holds " + group_thousands(events) +
                              " events; use --fresh to delete it and start over, or another --db");
   }
   delete_store(db);
+}
+
+// `db` as a shell word: a URI (with '?', '&') quoted, its password masked; a path as it is.
+std::string shell_word(const std::filesystem::path& db) {
+  if (!factum::samples::is_server_uri(db.string())) return db.string();
+  return "'" + factum::samples::shown_location(db) + "'";
 }
 
 std::string n(int count) { return group_thousands(static_cast<std::uint64_t>(count)); }
@@ -76,8 +86,8 @@ void print_compensation(Bank& bank) {
 int demo_command(const std::filesystem::path& db, const DemoOptions& options, bool fresh) {
   prepare_file(db, fresh);
   factum::EventStore store = open_store(db, true, factum::Durability::normal);
-  std::cout << "factum-bank demo: a year of banking (2024) into " << db.string() << ", seed "
-            << options.seed << "\n"
+  std::cout << "factum-bank demo: a year of banking (2024) into "
+            << factum::samples::shown_location(db) << ", seed " << options.seed << "\n"
             << "(durability 'normal' for speed: a crash of this program loses nothing, a power "
                "cut may lose the newest commits)\n";
   const auto start = std::chrono::steady_clock::now();
@@ -89,7 +99,7 @@ int demo_command(const std::filesystem::path& db, const DemoOptions& options, bo
   Bank bank(store);
   print_top(bank);
   print_compensation(bank);
-  std::cout << "\nTry next, one at a time: factum-bank --db " << db.string()
+  std::cout << "\nTry next, one at a time: factum-bank --db " << shell_word(db)
             << " accounts / statement ACCOUNT / replay-with-new-logic / audit\n\n";
   bank.sync_read_models();
   const AuditReport report = audit(store, bank.registry());

@@ -89,7 +89,9 @@ void add_read_commands(CLI::App& app, Args& a) {
 void add_demo_command(CLI::App& app, Args& a) {
   auto* demo = command(app, "demo", "create a year of made-up history, then audit it", a,
                        [&a] { return bank::demo_command(a.db, a.demo, a.fresh); });
-  demo->add_flag("--fresh", a.fresh, "delete the store file first if it holds events");
+  demo->add_flag("--fresh", a.fresh,
+                 "delete the store file first if it holds events (files only: on a PostgreSQL "
+                 "URI the demo wants a schema without events)");
   demo->add_option("--accounts", a.demo.accounts, "accounts to open")
       ->check(CLI::Range(2, 100000))
       ->capture_default_str();
@@ -105,7 +107,10 @@ int main(int argc, char** argv) {
   CLI::App app{"factum-bank: accounts as event streams on factum, with read models and audit"};
   app.name("factum-bank");
   Args args;
-  app.add_option("--db", args.db, "the bank's store file")->capture_default_str();
+  app.add_option("--db", args.db,
+                 "the bank's store file, or a PostgreSQL URI (postgresql://...; the store lives "
+                 "in its search_path's schema)")
+      ->capture_default_str();
   app.require_subcommand(1);
   add_demo_command(app, args);
   add_money_commands(app, args);

@@ -55,11 +55,13 @@ std::string FeeRule::describe() const {
 std::vector<std::string> NewRuleProjection::event_types() const { return event_type_names(); }
 
 void NewRuleProjection::reset(factum::ProjectionContext& ctx) {
-  ctx.sql().execute("CREATE TABLE " + ctx.table("fee_balances") +
-                    " (account TEXT PRIMARY KEY, balance INTEGER NOT NULL,"
-                    " interest INTEGER NOT NULL, fees INTEGER NOT NULL, status TEXT NOT NULL)");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("fee_balances") +
+                     " (account TEXT PRIMARY KEY, balance INTEGER NOT NULL,"
+                     " interest INTEGER NOT NULL, fees INTEGER NOT NULL, status TEXT NOT NULL)"));
   // The month of the newest event seen: months before it are settled.
-  ctx.sql().execute("CREATE TABLE " + ctx.table("fee_clock") + " (month INTEGER NOT NULL)");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("fee_clock") + " (month INTEGER NOT NULL)"));
   ctx.sql().execute("INSERT INTO " + ctx.table("fee_clock") + " VALUES (0)");
 }
 

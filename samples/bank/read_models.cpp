@@ -72,10 +72,11 @@ factum::Timestamp from_micros(std::int64_t micros) {
 // --- balances ------------------------------------------------------------------------------
 
 void BalancesProjection::reset(factum::ProjectionContext& ctx) {
-  ctx.sql().execute("CREATE TABLE " + ctx.table("balances") +
-                    " (account TEXT PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL,"
-                    " overdraft_limit INTEGER NOT NULL, status TEXT NOT NULL,"
-                    " version INTEGER NOT NULL, updated_at INTEGER NOT NULL)");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("balances") +
+                     " (account TEXT PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL,"
+                     " overdraft_limit INTEGER NOT NULL, status TEXT NOT NULL,"
+                     " version INTEGER NOT NULL, updated_at INTEGER NOT NULL)"));
 }
 
 void BalancesProjection::apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) {
@@ -101,11 +102,12 @@ void BalancesProjection::apply(const factum::RecordedEvent& event, factum::Proje
 // --- statements ----------------------------------------------------------------------------
 
 void StatementsProjection::reset(factum::ProjectionContext& ctx) {
-  ctx.sql().execute("CREATE TABLE " + ctx.table("statements") +
-                    " (account TEXT NOT NULL, line INTEGER NOT NULL, position INTEGER NOT NULL,"
-                    " at INTEGER NOT NULL, kind TEXT NOT NULL, amount INTEGER NOT NULL,"
-                    " balance_after INTEGER NOT NULL, counterparty TEXT NOT NULL,"
-                    " memo TEXT NOT NULL, PRIMARY KEY (account, line))");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("statements") +
+                     " (account TEXT NOT NULL, line INTEGER NOT NULL, position INTEGER NOT NULL,"
+                     " at INTEGER NOT NULL, kind TEXT NOT NULL, amount INTEGER NOT NULL,"
+                     " balance_after INTEGER NOT NULL, counterparty TEXT NOT NULL,"
+                     " memo TEXT NOT NULL, PRIMARY KEY (account, line))"));
 }
 
 void StatementsProjection::apply(const factum::RecordedEvent& event,

@@ -5,6 +5,7 @@
 
 #include "events.hpp"
 #include "own_store.hpp"
+#include "store_location.hpp"
 
 namespace bank {
 namespace {
@@ -20,8 +21,8 @@ const factum::samples::StoreOwner& bank_store() {
 
 factum::EventStore open_store(const std::filesystem::path& db, bool create,
                               factum::Durability durability) {
-  if (!create && !std::filesystem::exists(db)) {
-    throw std::runtime_error("no bank at '" + db.string() +
+  if (!create && !factum::samples::store_exists(db)) {
+    throw std::runtime_error("no bank at '" + factum::samples::shown_location(db) +
                              "': create one with 'factum-bank open' or 'factum-bank demo'");
   }
   factum::StoreOptions options;
@@ -33,14 +34,17 @@ factum::EventStore open_store(const std::filesystem::path& db, bool create,
 }
 
 factum::Position events_in(const std::filesystem::path& db) {
-  if (!std::filesystem::exists(db)) return 0;
+  if (!factum::samples::store_exists(db)) return 0;
   // Opened for writing, though it writes nothing: the last writable connection to close
   // removes the -wal and -shm files, which a read-only one would leave behind.
   return open_store(db, false).head_position();
 }
 
 void delete_store(const std::filesystem::path& db) {
-  events_in(db);  // throws unless it is a factum store
+  const factum::Position events = events_in(db);  // throws unless it is a factum store
+  if (factum::samples::is_server_uri(db.string())) {
+    throw std::runtime_error(factum::samples::no_delete_on_server("factum-bank", db, events));
+  }
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::filesystem::remove(std::filesystem::path(db.string() + suffix));
   }

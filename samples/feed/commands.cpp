@@ -3,6 +3,7 @@
 
 #include <own_store.hpp>
 #include <progress.hpp>
+#include <store_location.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -32,8 +33,8 @@ factum::EventStore open_feed_store(const std::filesystem::path& db,
 
 // Opens the store of a command that needs one already (all but join and demo).
 factum::EventStore open_existing(const std::filesystem::path& db) {
-  if (!std::filesystem::exists(db)) {
-    throw FeedError("no feed store at '" + db.string() +
+  if (!factum::samples::store_exists(db)) {
+    throw FeedError("no feed store at '" + factum::samples::shown_location(db) +
                     "' (start one with `factum-feed demo` or `factum-feed join USER`)");
   }
   factum::StoreOptions options;
@@ -52,14 +53,18 @@ void remove_store(const std::filesystem::path& db) {
 
 // Checks that `db` may receive a demo history: absent, empty, or `fresh` (then removed); never
 // another program's store.
+// On a server: a schema without events (the demo never drops tables there, --fresh or not).
 void prepare_demo_file(const std::filesystem::path& db, bool fresh) {
-  if (!std::filesystem::exists(db)) return;
+  if (!factum::samples::store_exists(db)) return;
   std::uint64_t events = 0;
   {
     const auto store = open_feed_store(db);  // throws when it is not a feed store
     events = store.head_position();
   }
   if (events == 0) return;
+  if (factum::samples::is_server_uri(db.string())) {
+    throw FeedError(factum::samples::no_delete_on_server("factum-feed", db, events));
+  }
   if (!fresh) {
     throw FeedError("'" + db.string() + "' already holds " + std::to_string(events) +
                     " events; `factum-feed demo --fresh` replaces them");
@@ -74,8 +79,8 @@ void print_demo_summary(std::ostream& out, const DemoSummary& s, const DemoOptio
   out << "Created " << s.users << " users, " << s.follows << " follows (" << s.unfollows
       << " undone), " << s.posts << " posts and " << s.likes << " likes (" << s.delayed
       << " logged late) over " << o.days << " days up to " << format_time(o.end)
-      << " UTC: " << store.head_position() << " events in " << store.path().string() << ", in "
-      << elapsed << " s.\n\n";
+      << " UTC: " << store.head_position() << " events in "
+      << factum::samples::shown_location(store.path()) << ", in " << elapsed << " s.\n\n";
 }
 
 }  // namespace

@@ -155,7 +155,7 @@ std::vector<PostView> FeedService::feed(const std::string& user, std::size_t lim
   store_.read_sql([&](factum::Sql& sql) {
     sql.query(
         "SELECT f.post, f.author, p.text, f.at, p.likes FROM feeds f JOIN posts p"
-        " ON p.post = f.post WHERE f.user = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
+        " ON p.post = f.post WHERE f.\"user\" = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
         {user, static_cast<std::int64_t>(limit)},
         [&](const factum::SqlRow& row) { out.push_back(post_view(row)); });
   });
@@ -165,7 +165,7 @@ std::vector<PostView> FeedService::feed(const std::string& user, std::size_t lim
 std::int64_t FeedService::feed_length(const std::string& user) const {
   require_user(user);
   sync_read_models();
-  return count("SELECT count(*) FROM feeds WHERE user = ?1", {user});
+  return count("SELECT count(*) FROM feeds WHERE \"user\" = ?1", {user});
 }
 
 std::optional<PostView> FeedService::find_post(PostId post) const {

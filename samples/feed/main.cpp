@@ -34,7 +34,9 @@ struct Args {
 // Registers the subcommands; the chosen one's callback sets `run`.
 void add_commands(CLI::App& app, Args& a, std::function<void(const feed::CommandContext&)>& run) {
   auto* demo = app.add_subcommand("demo", "create a realistic history, then show a feed and stats");
-  demo->add_flag("--fresh", a.fresh, "replace the events of an existing store");
+  demo->add_flag("--fresh", a.fresh,
+                 "replace the events of an existing store file (files only: on a PostgreSQL URI "
+                 "the demo wants a schema without events)");
   demo->add_option("--seed", a.demo.seed, "seed of the simulation")->capture_default_str();
   demo->add_option("--users", a.demo.users, "how many users")
       ->capture_default_str()
@@ -99,7 +101,10 @@ int main(int argc, char** argv) {
   CLI::App app(kDescription, "factum-feed");
   Args args;
   std::function<void(const feed::CommandContext&)> run;
-  app.add_option("--db", args.db, "the store file")->capture_default_str();
+  app.add_option("--db", args.db,
+                 "the store file, or a PostgreSQL URI (postgresql://...; the store lives in its "
+                 "search_path's schema)")
+      ->capture_default_str();
   CLI::Option* at = app.add_option("--at", args.at,
                                    "event time of the command, UTC: YYYY-MM-DDTHH:MM[:SS]Z "
                                    "(default: now; for demo, the end of the history)")

@@ -46,17 +46,20 @@ class Feeds : public FeedProjection {
     return {"feed.Posted", "feed.Followed", "feed.Unfollowed"};
   }
   void reset(factum::ProjectionContext& ctx) override {
-    ctx.sql().execute("CREATE TABLE " + ctx.table("feeds") +
-                      " (user TEXT NOT NULL, post INTEGER NOT NULL, author TEXT NOT NULL,"
-                      " at INTEGER NOT NULL, PRIMARY KEY (user, post))");
-    ctx.sql().execute("CREATE TABLE " + ctx.table("feed_audience") +
-                      " (followee TEXT NOT NULL, follower TEXT NOT NULL,"
-                      " PRIMARY KEY (followee, follower))");
+    // "user" quoted: a reserved word in PostgreSQL (SQLite takes either spelling).
+    ctx.sql().execute(factum::table_ddl(
+        ctx.sql(), "CREATE TABLE " + ctx.table("feeds") +
+                       " (\"user\" TEXT NOT NULL, post INTEGER NOT NULL, author TEXT NOT NULL,"
+                       " at INTEGER NOT NULL, PRIMARY KEY (\"user\", post))"));
+    ctx.sql().execute(
+        factum::table_ddl(ctx.sql(), "CREATE TABLE " + ctx.table("feed_audience") +
+                                         " (followee TEXT NOT NULL, follower TEXT "
+                                         "NOT NULL, PRIMARY KEY (followee, follower))"));
   }
 
  private:
   void on_posted(const Posted& e, factum::ProjectionContext& ctx) override {
-    ctx.sql().execute("INSERT INTO " + ctx.table("feeds") + " (user, post, author, at)" +
+    ctx.sql().execute("INSERT INTO " + ctx.table("feeds") + " (\"user\", post, author, at)" +
                           " SELECT follower, ?1, ?2, ?3 FROM " + ctx.table("feed_audience") +
                           " WHERE followee = ?2",
                       {e.post, e.author, micros(e.at)});
@@ -79,9 +82,10 @@ class Posts : public FeedProjection {
   std::string name() const override { return "posts"; }
   std::vector<std::string> event_types() const override { return {"feed.Posted", "feed.Liked"}; }
   void reset(factum::ProjectionContext& ctx) override {
-    ctx.sql().execute("CREATE TABLE " + ctx.table("posts") +
-                      " (post INTEGER PRIMARY KEY, author TEXT NOT NULL, text TEXT NOT NULL,"
-                      " at INTEGER NOT NULL, likes INTEGER NOT NULL)");
+    ctx.sql().execute(factum::table_ddl(
+        ctx.sql(), "CREATE TABLE " + ctx.table("posts") +
+                       " (post INTEGER PRIMARY KEY, author TEXT NOT NULL, text TEXT NOT NULL,"
+                       " at INTEGER NOT NULL, likes INTEGER NOT NULL)"));
   }
 
  private:
@@ -104,16 +108,18 @@ class Follows : public FeedProjection {
     return {"feed.UserJoined", "feed.Followed", "feed.Unfollowed"};
   }
   void reset(factum::ProjectionContext& ctx) override {
-    ctx.sql().execute("CREATE TABLE " + ctx.table("users") +
-                      " (user TEXT PRIMARY KEY, joined INTEGER NOT NULL)");
-    ctx.sql().execute("CREATE TABLE " + ctx.table("follows") +
-                      " (follower TEXT NOT NULL, followee TEXT NOT NULL, since INTEGER NOT NULL,"
-                      " PRIMARY KEY (follower, followee))");
+    ctx.sql().execute(factum::table_ddl(ctx.sql(), "CREATE TABLE " + ctx.table("users") +
+                                                       " (\"user\" TEXT PRIMARY KEY, joined "
+                                                       "INTEGER NOT NULL)"));
+    ctx.sql().execute(factum::table_ddl(
+        ctx.sql(), "CREATE TABLE " + ctx.table("follows") +
+                       " (follower TEXT NOT NULL, followee TEXT NOT NULL, since INTEGER NOT NULL,"
+                       " PRIMARY KEY (follower, followee))"));
   }
 
  private:
   void on_joined(const UserJoined& e, factum::ProjectionContext& ctx) override {
-    ctx.sql().execute("INSERT INTO " + ctx.table("users") + " (user, joined) VALUES (?1, ?2)",
+    ctx.sql().execute("INSERT INTO " + ctx.table("users") + " (\"user\", joined) VALUES (?1, ?2)",
                       {e.user, micros(e.at)});
   }
   void on_followed(const Followed& e, factum::ProjectionContext& ctx) override {

@@ -63,7 +63,9 @@ void add_demo(CLI::App& app, CommandLine& line) {
   demo->add_option("--orders", line.demo_orders, "how many orders (default 800)")
       ->check(CLI::Range(std::size_t{1}, kMaxDemoOrders));
   demo->add_option("--seed", line.seed, "the random seed (default 42)");
-  demo->add_flag("--fresh", line.fresh, "replace a store that holds events already");
+  demo->add_flag("--fresh", line.fresh,
+                 "replace a store file that holds events already (files only: on a PostgreSQL "
+                 "URI the demo wants a schema without events)");
 }
 
 }  // namespace
@@ -73,7 +75,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "factum-orders");
   CommandLine line;
   std::string db = line.db.string();
-  app.add_option("--db", db, "the store file (default: orders.db in the current folder)");
+  app.add_option("--db", db,
+                 "the store file (default: orders.db in the current folder), or a PostgreSQL URI "
+                 "(postgresql://...; the store lives in its search_path's schema)");
   app.require_subcommand(1);
   app.fallthrough();  // --db may also follow the subcommand
   add_writes(app, line);

@@ -14,6 +14,7 @@
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
 #include "own_store.hpp"
+#include "store_location.hpp"
 
 namespace orders {
 
@@ -209,8 +210,9 @@ void print_search(const CommandLine& line, std::ostream& out) {
 }  // namespace
 
 factum::EventStore open_store(const std::filesystem::path& db, bool create) {
-  if (!create && !std::filesystem::exists(db)) {
-    throw Error("no store at " + db.string() + " (place an order or run the demo first)");
+  if (!create && !factum::samples::store_exists(db)) {
+    throw Error("no store at " + factum::samples::shown_location(db) +
+                " (place an order or run the demo first)");
   }
   factum::EventStore store = factum::EventStore::open(db);
   static const factum::samples::StoreOwner kOrders{

@@ -15,6 +15,7 @@
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
 #include "progress.hpp"
+#include "store_location.hpp"
 
 namespace orders {
 
@@ -263,6 +264,12 @@ void print_compensation(const OrderService& service, const std::vector<Plan>& pl
   }
 }
 
+// `db` as a shell word: a URI (with '?', '&') quoted, its password masked; a path as it is.
+std::string shell_word(const std::filesystem::path& db) {
+  if (!factum::samples::is_server_uri(db.string())) return db.string();
+  return "'" + factum::samples::shown_location(db) + "'";
+}
+
 }  // namespace
 
 DemoResult run_demo(factum::EventStore& store, const DemoOptions& options, std::ostream& out) {
@@ -297,27 +304,34 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
   if (line.demo_orders < 1 || line.demo_orders > kMaxDemoOrders) {
     throw BadInput("demo: --orders must be from 1 to " + std::to_string(kMaxDemoOrders));
   }
-  if (std::filesystem::exists(line.db)) {
+  if (factum::samples::store_exists(line.db)) {
     factum::Position head = 0;
     {
       // Throws for a file that is not a factum store, or a store that is not the orders'.
       factum::EventStore existing = open_store(line.db, false);
       head = existing.head_position();
     }
+    // On a server the demo wants a schema without events: it never drops tables there.
+    if (head > 0 && factum::samples::is_server_uri(line.db.string())) {
+      throw Error(factum::samples::no_delete_on_server("factum-orders", line.db, head));
+    }
     if (head > 0 && !line.fresh) {
       throw Error(line.db.string() + " holds " + std::to_string(head) +
                   " events already: use --fresh to replace it, or another --db");
     }
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      std::filesystem::remove(line.db.string() + suffix);
+    if (!factum::samples::is_server_uri(line.db.string())) {
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        std::filesystem::remove(line.db.string() + suffix);
+      }
     }
   }
   factum::StoreOptions options;
   options.durability = factum::Durability::normal;  // a demo: speed over power-cut safety
   factum::EventStore store = factum::EventStore::open(line.db, options);
-  out << "factum-orders demo: a day of a small shop, written to " << line.db.string() << "\n";
+  out << "factum-orders demo: a day of a small shop, written to "
+      << factum::samples::shown_location(line.db) << "\n";
   run_demo(store, {line.demo_orders, line.seed}, out);
-  out << "  explore: factum-orders --db " << line.db.string()
+  out << "  explore: factum-orders --db " << shell_word(line.db)
       << " show o-1 | board | inventory | outbox | search TEXT\n";
 }
 

@@ -29,10 +29,14 @@ std::vector<Line> take_lines(factum::ProjectionContext& ctx, const std::string& 
 // Adds `reserved` and `shipped` units to a SKU's row (creating it).
 void add(factum::ProjectionContext& ctx, const std::string& sku, std::int64_t reserved,
          std::int64_t shipped) {
-  ctx.sql().execute("INSERT INTO " + ctx.table("inventory") +
+  // The row's own columns qualified by its table: PostgreSQL finds a bare `reserved` ambiguous
+  // (excluded.reserved); SQLite accepts either spelling.
+  const std::string table = ctx.table("inventory");
+  ctx.sql().execute("INSERT INTO " + table +
                         " (sku, reserved, shipped) VALUES (?1, ?2, ?3) ON CONFLICT (sku) DO UPDATE"
-                        " SET reserved = reserved + excluded.reserved,"
-                        " shipped = shipped + excluded.shipped",
+                        " SET reserved = " +
+                        table + ".reserved + excluded.reserved, shipped = " + table +
+                        ".shipped + excluded.shipped",
                     {sku, reserved, shipped});
 }
 
@@ -54,11 +58,14 @@ std::vector<std::string> Inventory::event_types() const {
 }
 
 void Inventory::reset(factum::ProjectionContext& ctx) {
-  ctx.sql().execute("CREATE TABLE " + ctx.table("inventory") +
-                    " (sku TEXT PRIMARY KEY, reserved INTEGER NOT NULL, shipped INTEGER NOT NULL)");
-  ctx.sql().execute("CREATE TABLE " + ctx.table("inventory_lines") +
-                    " (order_id TEXT NOT NULL, sku TEXT NOT NULL, quantity INTEGER NOT NULL,"
-                    " PRIMARY KEY (order_id, sku))");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(),
+      "CREATE TABLE " + ctx.table("inventory") +
+          " (sku TEXT PRIMARY KEY, reserved INTEGER NOT NULL, shipped INTEGER NOT NULL)"));
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("inventory_lines") +
+                     " (order_id TEXT NOT NULL, sku TEXT NOT NULL, quantity INTEGER NOT NULL,"
+                     " PRIMARY KEY (order_id, sku))"));
 }
 
 void Inventory::apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) {

@@ -7,10 +7,11 @@
 namespace orders {
 
 void OrderBoard::reset(factum::ProjectionContext& ctx) {
-  ctx.sql().execute("CREATE TABLE " + ctx.table("order_board") +
-                    " (order_id TEXT PRIMARY KEY, customer TEXT NOT NULL, status TEXT NOT NULL,"
-                    " total_cents INTEGER NOT NULL, refunded_cents INTEGER NOT NULL,"
-                    " updated TEXT NOT NULL, last_position INTEGER NOT NULL)");
+  ctx.sql().execute(factum::table_ddl(
+      ctx.sql(), "CREATE TABLE " + ctx.table("order_board") +
+                     " (order_id TEXT PRIMARY KEY, customer TEXT NOT NULL, status TEXT NOT NULL,"
+                     " total_cents INTEGER NOT NULL, refunded_cents INTEGER NOT NULL,"
+                     " updated TEXT NOT NULL, last_position INTEGER NOT NULL)"));
 }
 
 void OrderBoard::apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) {

@@ -32,9 +32,10 @@ std::string subject_of(const std::string& order, const OrderEvent& event) {
 
 Outbox::Outbox(factum::EventStore& store) : store_(store) {
   store_.write_sql([](factum::Sql& sql) {
-    sql.execute(
+    sql.execute(factum::table_ddl(
+        sql,
         "CREATE TABLE IF NOT EXISTS sent_emails (key TEXT PRIMARY KEY, order_id TEXT NOT NULL,"
-        " recipient TEXT NOT NULL, subject TEXT NOT NULL, sent_at TEXT NOT NULL)");
+        " recipient TEXT NOT NULL, subject TEXT NOT NULL, sent_at TEXT NOT NULL)"));
   });
 }
 
@@ -86,10 +87,14 @@ std::string Outbox::customer_of(const std::string& stream_id) const {
 bool Outbox::send(const Email& email) {
   std::int64_t inserted = 0;
   store_.write_sql([&](factum::Sql& sql) {
+    // The time of sending, in UTC, as each database spells it.
+    const char* now = sql.dialect() == factum::SqlDialect::postgres
+                          ? "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+                          : "strftime('%Y-%m-%d %H:%M:%S', 'now')";
     inserted = sql.execute(
-        "INSERT INTO sent_emails (key, order_id, recipient, subject, sent_at)"
-        " VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%d %H:%M:%S', 'now'))"
-        " ON CONFLICT (key) DO NOTHING",
+        std::string("INSERT INTO sent_emails (key, order_id, recipient, subject, sent_at)"
+                    " VALUES (?1, ?2, ?3, ?4, ") +
+            now + ") ON CONFLICT (key) DO NOTHING",
         {email.key, email.order_id, email.recipient, email.subject});
   });
   return inserted == 1;

@@ -99,12 +99,16 @@ std::vector<InventoryRow> inventory(const factum::EventStore& store) {
 std::vector<SentEmail> sent_emails(const factum::EventStore& store, std::size_t limit) {
   std::vector<SentEmail> rows;
   store.read_sql([&](factum::Sql& sql) {
-    sql.query(
-        "SELECT key, order_id, recipient, subject FROM sent_emails"
-        " ORDER BY CAST(key AS INTEGER) DESC LIMIT ?1",
-        {static_cast<std::int64_t>(limit)}, [&](const factum::SqlRow& row) {
-          rows.push_back({row.text(0), row.text(1), row.text(2), row.text(3)});
-        });
+    // Newest first: by the position that starts the key ("<position>:<id>"). SQLite's CAST
+    // reads the leading digits; PostgreSQL's refuses the rest, so it splits the key first.
+    const char* position = sql.dialect() == factum::SqlDialect::postgres
+                               ? "CAST(split_part(key, ':', 1) AS BIGINT)"
+                               : "CAST(key AS INTEGER)";
+    sql.query(std::string("SELECT key, order_id, recipient, subject FROM sent_emails ORDER BY ") +
+                  position + " DESC LIMIT ?1",
+              {static_cast<std::int64_t>(limit)}, [&](const factum::SqlRow& row) {
+                rows.push_back({row.text(0), row.text(1), row.text(2), row.text(3)});
+              });
   });
   return rows;
 }

@@ -32,12 +32,16 @@ std::string like_pattern(const std::string& word) {
 }
 
 // A query with one LIKE condition per word: the text is the same for the same word count,
-// so the store's statement cache reuses it.
-std::string search_sql(std::size_t words) {
-  std::string sql = "SELECT order_id, customer, skus, status FROM search_index WHERE 1";
+// so the store's statement cache reuses it. SQLite's LIKE ignores ASCII case; PostgreSQL's
+// ILIKE does the same there.
+std::string search_sql(std::size_t words, factum::SqlDialect dialect) {
+  const bool postgres = dialect == factum::SqlDialect::postgres;
+  std::string sql =
+      std::string("SELECT order_id, customer, skus, status FROM search_index WHERE ") +
+      (postgres ? "TRUE" : "1");
   for (std::size_t i = 1; i <= words; ++i) {
-    sql += " AND (order_id || ' ' || customer || ' ' || skus || ' ' || status) LIKE ?" +
-           std::to_string(i) + " ESCAPE '\\'";
+    sql += std::string(" AND (order_id || ' ' || customer || ' ' || skus || ' ' || status) ") +
+           (postgres ? "ILIKE" : "LIKE") + " ?" + std::to_string(i) + " ESCAPE '\\'";
   }
   return sql + " ORDER BY order_id LIMIT ?" + std::to_string(words + 1);
 }
@@ -46,9 +50,11 @@ void index_event(factum::Sql& sql, const factum::RecordedEvent& e) {
   const OrderEvent event = registry().decode_variant<OrderEvent>(e);
   const std::string order = order_id_of(e.stream_id);
   if (const auto* placed = std::get_if<OrderPlaced>(&event)) {
+    // An upsert both databases speak (SQLite's INSERT OR REPLACE is its own).
     sql.execute(
-        "INSERT OR REPLACE INTO search_index (order_id, customer, skus, status)"
-        " VALUES (?1, ?2, ?3, 'placed')",
+        "INSERT INTO search_index (order_id, customer, skus, status)"
+        " VALUES (?1, ?2, ?3, 'placed') ON CONFLICT (order_id) DO UPDATE SET"
+        " customer = excluded.customer, skus = excluded.skus, status = excluded.status",
         {order, placed->customer, skus_of(placed->items)});
     return;
   }
@@ -61,8 +67,9 @@ void index_event(factum::Sql& sql, const factum::RecordedEvent& e) {
 SearchIndex::SearchIndex(factum::EventStore& store) : store_(store) {
   store_.write_sql([](factum::Sql& sql) {
     sql.execute(
-        "CREATE TABLE IF NOT EXISTS search_index (order_id TEXT PRIMARY KEY,"
-        " customer TEXT NOT NULL, skus TEXT NOT NULL, status TEXT NOT NULL)");
+        factum::table_ddl(sql,
+                          "CREATE TABLE IF NOT EXISTS search_index (order_id TEXT PRIMARY KEY,"
+                          " customer TEXT NOT NULL, skus TEXT NOT NULL, status TEXT NOT NULL)"));
   });
   factum::SubscriptionOptions options;
   options.filter = factum::SubscriptionFilter::category(std::string(kCategory));
@@ -105,7 +112,7 @@ std::vector<SearchHit> SearchIndex::search(const factum::EventStore& store, std:
   params.emplace_back(static_cast<std::int64_t>(limit));
   std::vector<SearchHit> hits;
   store.read_sql([&](factum::Sql& sql) {
-    sql.query(search_sql(words.size()), params, [&](const factum::SqlRow& row) {
+    sql.query(search_sql(words.size(), sql.dialect()), params, [&](const factum::SqlRow& row) {
       hits.push_back({row.text(0), row.text(1), row.text(2), row.text(3)});
     });
   });
