@@ -54,14 +54,24 @@ std::int64_t now_us() {
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-// The URI without its password, for messages.
+// The URI without its password (user:password@, or a password= parameter), for messages.
 std::string redacted(const std::string& uri) {
-  const auto scheme = uri.find("://");
-  const auto at = uri.find('@');
-  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
-  const auto colon = uri.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon) + ":***" + uri.substr(at);
+  std::string out = uri;
+  const auto scheme = out.find("://");
+  const auto at = out.find('@');
+  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
+    const auto colon = out.find(':', scheme + 3);
+    if (colon != std::string::npos && colon < at)
+      out = out.substr(0, colon) + ":***" + out.substr(at);
+  }
+  for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+    const bool starts = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&');
+    p += 9;
+    if (!starts) continue;
+    const auto end = out.find('&', p);
+    out.replace(p, (end == std::string::npos ? out.size() : end) - p, "***");
+  }
+  return out;
 }
 
 std::string first_line(const char* message) {

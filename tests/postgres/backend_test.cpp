@@ -212,6 +212,14 @@ TEST_CASE(
     CHECK(what.find("127.0.0.1:1/nowhere") != std::string::npos);
     CHECK(what.find("s3cret") == std::string::npos);
   }
+  try {
+    EventStore::open(
+        "postgresql://127.0.0.1:1/nowhere?user=someone&password=s3cret&sslmode=disable", o);
+    FAIL("opened");
+  } catch (const StorageError& e) {
+    CHECK(std::string(e.what()).find("s3cret") == std::string::npos);
+    CHECK(std::string(e.what()).find("sslmode=disable") != std::string::npos);
+  }
 }
 
 TEST_CASE("postgres: opening read-only, or without create, finds no store in an empty schema") {
