@@ -171,6 +171,21 @@ bool decode_values(std::span<const std::byte> in, std::map<std::string, std::str
   return in.empty();
 }
 
+EventFields event_fields(std::string_view stream, const EventData& e, Position position,
+                         StreamVersion version, std::int64_t now_us) {
+  EventFields f;
+  f.position = position;
+  f.stream_id = stream;
+  f.stream_version = version;
+  f.id = &e.id;
+  f.type = e.type;
+  f.schema_version = e.schema_version;
+  f.payload = e.payload;
+  f.metadata = &e.metadata;
+  f.recorded_at_us = now_us;
+  return f;
+}
+
 RecordedEvent recorded_of(const EventFields& f, const Hash& hash, const Hash& previous) {
   RecordedEvent r;
   r.position = f.position;

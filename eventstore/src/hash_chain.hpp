@@ -33,6 +33,11 @@ struct EventFields {
 // The hashed fields of a stored event (views into `event`, which must outlive them).
 EventFields fields_of(const RecordedEvent& event);
 
+// The fields of `e` appended to `stream` at `position` as its version `version` at `now_us`
+// (views into `stream` and `e`, which must outlive them).
+EventFields event_fields(std::string_view stream, const EventData& e, Position position,
+                         StreamVersion version, std::int64_t now_us);
+
 // The stored event `f` describes, with its hash and the previous event's (copies everything).
 RecordedEvent recorded_of(const EventFields& f, const Hash& hash, const Hash& previous);
 

@@ -965,6 +965,30 @@ void read_events(const PgResult& r, std::vector<RecordedEvent>& out) {
 
 // --- Writes -----------------------------------------------------------------------------------
 
+// The columns of `e`'s row from event_id on (event_id, type, schema_version, payload, the
+// metadata, recorded_at, hash), after its position, stream and version.
+void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash) {
+  const Metadata& m = e.metadata;
+  p.id(e.id)
+      .text(e.type)
+      .i64(e.schema_version)
+      .bytes(e.payload)
+      .optional_id(m.correlation_id)
+      .optional_id(m.causation_id)
+      .optional_id(m.compensates);
+  if (m.actor.empty()) {
+    p.null(kTextOid);
+  } else {
+    p.text(m.actor);
+  }
+  if (m.values.empty()) {
+    p.null(kByteaOid);
+  } else {
+    p.own_bytes(encode_values(m.values));
+  }
+  p.i64(now).own_bytes(std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
+}
+
 struct Tail {
   Position position = 0;
   Hash hash{};
@@ -1339,39 +1363,11 @@ class PgWriter {
                                   ", which is not an event of that stream");
           }
         }
-        EventFields f;
-        f.position = t.position + 1;
-        f.stream_id = a.stream;
-        f.stream_version = ++version;
-        f.id = &e.id;
-        f.type = e.type;
-        f.schema_version = e.schema_version;
-        f.payload = e.payload;
-        f.metadata = &e.metadata;
-        f.recorded_at_us = now;
+        const EventFields f = event_fields(a.stream, e, t.position + 1, ++version, now);
         const Hash hash = hasher_(t.hash, f);
-        const Metadata& m = e.metadata;
         rows.i64(static_cast<std::int64_t>(f.position))
-            .i64(static_cast<std::int64_t>(f.stream_version))
-            .id(e.id)
-            .text(e.type)
-            .i64(e.schema_version)
-            .bytes(e.payload)
-            .optional_id(m.correlation_id)
-            .optional_id(m.causation_id)
-            .optional_id(m.compensates);
-        if (m.actor.empty()) {
-          rows.null(kTextOid);
-        } else {
-          rows.text(m.actor);
-        }
-        if (m.values.empty()) {
-          rows.null(kByteaOid);
-        } else {
-          rows.own_bytes(encode_values(m.values));
-        }
-        rows.i64(now).own_bytes(
-            std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
+            .i64(static_cast<std::int64_t>(f.stream_version));
+        add_columns(rows, e, now, hash);
         sql += i == 0 ? "(" : ", (";
         for (int k = 0; k < 13; ++k) sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
         sql += ")";
@@ -1470,44 +1466,15 @@ class PgWriter {
     result.first_position = tail.position + 1;
     StreamVersion version = current;
     if (committed != nullptr && committed->empty()) committed->reserve(a.events.size());
-    std::string extra;
     for (const EventData& e : a.events) {
       check_compensates(c, e, *key, a.stream);
-      EventFields f;
-      f.position = tail.position + 1;
-      f.stream_id = a.stream;
-      f.stream_version = ++version;
-      f.id = &e.id;
-      f.type = e.type;
-      f.schema_version = e.schema_version;
-      f.payload = e.payload;
-      f.metadata = &e.metadata;
-      f.recorded_at_us = now;
+      const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
       const Hash hash = hasher_(tail.hash, f);
-      const Metadata& m = e.metadata;
       Params params;
       params.i64(static_cast<std::int64_t>(f.position))
           .i64(*key)
-          .i64(static_cast<std::int64_t>(f.stream_version))
-          .id(e.id)
-          .text(e.type)
-          .i64(e.schema_version)
-          .bytes(e.payload)
-          .optional_id(m.correlation_id)
-          .optional_id(m.causation_id)
-          .optional_id(m.compensates);
-      if (m.actor.empty()) {
-        params.null(kTextOid);
-      } else {
-        params.text(m.actor);
-      }
-      if (m.values.empty()) {
-        params.null(kByteaOid);
-      } else {
-        extra = encode_values(m.values);
-        params.bytes(extra.data(), extra.size());
-      }
-      params.i64(now).bytes(hash.data(), hash.size());
+          .i64(static_cast<std::int64_t>(f.stream_version));
+      add_columns(params, e, now, hash);
       // An id stored in another stream does not raise (which would abort the transaction):
       // the insert returns no row, and the duplicate is reported.
       PgResult r = params.run(c,

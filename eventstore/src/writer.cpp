@@ -482,16 +482,7 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
   if (committed != nullptr && committed->empty()) committed->reserve(a.events.size());
   for (const EventData& e : a.events) {
     check_compensates(e, *key, a.stream);
-    EventFields f;
-    f.position = tail.position + 1;
-    f.stream_id = a.stream;
-    f.stream_version = ++version;
-    f.id = &e.id;
-    f.type = e.type;
-    f.schema_version = e.schema_version;
-    f.payload = e.payload;
-    f.metadata = &e.metadata;
-    f.recorded_at_us = now;
+    const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
     const Hash hash = hasher_(tail.hash, f);
     insert_event(*key, f, hash);
     if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
