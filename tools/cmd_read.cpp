@@ -189,7 +189,6 @@ void install_stop_handlers() {
 
 // Follows the log after `from` until a signal, `limit` printed events or `timeout` seconds.
 void follow(EventStore& store, const TailOptions& o, Position from, EventPrinter& printer) {
-  install_stop_handlers();
   std::mutex mu;
   std::uint64_t printed = 0;
   std::atomic<bool> done{false};
@@ -220,6 +219,9 @@ void follow(EventStore& store, const TailOptions& o, Position from, EventPrinter
 }
 
 int run_tail(const TailOptions& o) {
+  // Before the first line is printed: a signal sent by whoever saw that line must find the
+  // handler (installing it after the last line raced with the signal, which then killed us).
+  if (o.follow) install_stop_handlers();
   EventStore store = open_read_only(o.db);
   const Position head = store.head_position();
   EventPrinter printer(o.json, true);
