@@ -9,6 +9,11 @@
 namespace factum::detail {
 namespace {
 
+// A batch that read to the end of the log reads the events appended between its read and the
+// write lock inside the lock, when they are at most this many; more, and the next batch reads
+// them outside it.
+constexpr Position kFinishInLock = 4096;
+
 void check_name(const std::string& name) {
   const bool ok =
       !name.empty() && name.size() <= 100 && std::all_of(name.begin(), name.end(), [](char c) {
@@ -409,9 +414,11 @@ void ProjectionRunner::take_rebuild_request() {
 // processes go on meanwhile); then one write transaction reads the checkpoint inside the write
 // lock, and applies the batch and saves the checkpoint only if it still stands where the read
 // began. If another engine or an inline append moved it meanwhile, the batch is dropped and the
-// next one reads again from there: no event is lost or applied twice. A throwing apply sends
-// the batch again, each event under a savepoint. Returns true when there is nothing more to do
-// for this target now.
+// next one reads again from there: no event is lost or applied twice. A batch that read to the
+// end of the log reads what was appended meanwhile inside the lock (up to kFinishInLock
+// events), so that it reaches the head even while other writers never pause. A throwing apply
+// sends the batch again, each event under a savepoint. Returns true when there is nothing more
+// to do for this target now.
 bool ProjectionRunner::store_batch(bool rebuild) {
   LogFollower& follower = rebuild ? rebuild_follower_ : follower_;
   const std::string checkpoint = rebuild ? rebuild_checkpoint_name(name_) : name_;
@@ -423,7 +430,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   const Position begin = follower.position();
   batch_.clear();
   const bool at_end = follower.next(batch_, options_.batch_size);
-  const Position read_end = follower.position();
+  Position read_end = follower.position();
   after_batch_read(name_);
 
   Decision d;
@@ -472,10 +479,35 @@ bool ProjectionRunner::store_batch(bool rebuild) {
     } else {
       apply_fast(ctx, batch_);
     }
-    if (end != saved) save_position(sql, checkpoint, end);
     // Reaching the end of a range is not enough: check the head inside the write lock.
-    const bool caught_up =
-        row.state != ProjectionState::failed && at_end && end >= store_.head_position();
+    Position head = store_.head_position();
+    if (at_end && end == read_end && end < head && head - end <= kFinishInLock &&
+        row.state != ProjectionState::failed) {
+      // Appends committed between the read and the lock. Read them now, inside it, where the
+      // head cannot move: waiting for a batch whose read no append overtakes never ends while
+      // other writers keep appending (an inline add() and a rebuild's swap waited forever).
+      const std::size_t from = batch_.size();
+      try {
+        while (!follower.next(batch_, from + static_cast<std::size_t>(head - end) + 1)) {
+        }
+      } catch (...) {
+        // A half-read rest is not applied: the retry reads it again.
+        batch_.erase(batch_.begin() + static_cast<std::ptrdiff_t>(from), batch_.end());
+        follower.restart(read_end);
+        throw;
+      }
+      read_end = follower.position();
+      const std::span<const RecordedEvent> rest = std::span(batch_).subspan(from);
+      if (careful) {
+        end = apply_careful(&sql, ctx, rest, read_end, row);
+      } else {
+        apply_fast(ctx, rest);
+        end = read_end;
+      }
+      head = store_.head_position();
+    }
+    if (end != saved) save_position(sql, checkpoint, end);
+    const bool caught_up = row.state != ProjectionState::failed && at_end && end >= head;
     if (caught_up && rebuild) {
       swap_in(sql, row, end);
       swapped = true;

@@ -92,4 +92,85 @@ TEST_CASE("a checkpoint moved by another engine between a batch's read and write
   CHECK(read_model(t.store) == fold_log(t.store));
 }
 
+// Another writer commits after every batch's read, before its write lock: the batch must then
+// read the rest inside the lock. Waiting for a read that no append overtakes never ended while
+// other writers kept appending: an inline add() did not return, a rebuild was never swapped in
+// (a projector process starved that way for 30 s in CI's crash test).
+TEST_CASE("an inline add() returns although another writer appends after every batch's read") {
+  TempStore t;
+  append_numbers(t.store, 20);
+  EventStore other = EventStore::open(t.path, TempStore::fast_options());
+  constexpr int kCap = 200;  // the hook stops here: without the fix add() returned only then
+  std::atomic<int> appended{0};
+  std::atomic<bool> feeding{true};
+  std::string error;
+  HookScope scope;
+  detail::set_after_batch_read([&](const std::string& projection) {
+    if (projection != "fold" || !feeding || appended >= kCap) return;
+    try {
+      other.append("other-1", ExpectedVersion::any(),
+                   make_event("test.Happened", std::to_string(1000 + appended)));
+      ++appended;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  ProjectionEngine engine(t.store);
+  auto fold = std::make_shared<Fold>();
+  engine.add(fold, {.mode = ProjectionMode::inline_append,
+                    .batch_size = 8,
+                    .poll_interval = std::chrono::milliseconds(10)});
+  const int during_add = appended.load();
+  feeding = false;
+  CHECK(error.empty());
+  // Three batches read the 20 events, each overtaken by an append; the third reached the end
+  // and read the event appended after it inside the write lock. (Each append wakes the
+  // projection's thread again, and it feeds itself until the test stops the hook.)
+  CHECK(during_add >= 3);
+  CHECK(during_add < kCap);
+  // Live: once the thread has applied the last fed event, an append through this store is
+  // applied in its own transaction.
+  REQUIRE(engine.wait_for("fold", t.store.head_position(), kWait));
+  append_numbers(t.store, 1, 5000, "mine");
+  CHECK(saved_checkpoint(t.store, "fold") == t.store.head_position());
+  CHECK(read_model(t.store) == fold_log(t.store));
+  CHECK(fold->applies == static_cast<int>(t.store.head_position()));
+}
+
+TEST_CASE("a rebuild is swapped in although another writer appends after every batch's read") {
+  TempStore t;
+  append_numbers(t.store, 20);
+  EventStore other = EventStore::open(t.path, TempStore::fast_options());
+  ProjectionEngine engine(t.store);
+  auto fold = std::make_shared<Fold>();
+  engine.add(fold, {.batch_size = 8, .poll_interval = std::chrono::milliseconds(10)});
+  REQUIRE(engine.wait_for("fold", 20, kWait));
+  const std::uint64_t generation = engine.status("fold").generation;
+
+  constexpr int kCap = 200;
+  std::atomic<int> appended{0};
+  std::atomic<bool> feeding{true};
+  std::string error;
+  HookScope scope;
+  detail::set_after_batch_read([&](const std::string& projection) {
+    if (projection != "fold" || !feeding || appended >= kCap) return;
+    try {
+      other.append("other-1", ExpectedVersion::any(),
+                   make_event("test.Happened", std::to_string(1000 + appended)));
+      ++appended;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  engine.rebuild("fold");
+  REQUIRE(eventually([&] { return engine.status("fold").generation > generation; }));
+  const int before_swap = appended.load();
+  feeding = false;
+  CHECK(error.empty());
+  // The swap came with the batch that read to the end, not after the hook gave up.
+  CHECK(before_swap < kCap);
+  REQUIRE(engine.wait_for("fold", t.store.head_position(), kWait));
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
 TEST_SUITE_END();
