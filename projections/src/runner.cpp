@@ -431,6 +431,13 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   batch_.clear();
   const bool at_end = follower.next(batch_, options_.batch_size);
   Position read_end = follower.position();
+  if (!rebuild && at_end && batch_.empty() && read_end == begin) {
+    // Nothing after the checkpoint: an idle running projection has nothing to record either,
+    // and takes no write lock (on PostgreSQL every write transaction counts as a commit that
+    // wakes the watchers, this projection's own included).
+    MutexLock lock(mu_);
+    if (state_ == ProjectionState::running && !retry_error_ && checkpoint_ == begin) return true;
+  }
   after_batch_read(name_);
 
   Decision d;

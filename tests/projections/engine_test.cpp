@@ -50,6 +50,28 @@ TEST_CASE("an async projection follows live appends") {
   CHECK(engine.status("fold").checkpoint == 45);
 }
 
+// An idle projection polls and reads, but writes nothing: on PostgreSQL every write transaction
+// is a commit that the store's watchers (this projection's own included) see, so an idle
+// projection that wrote would wake itself for ever.
+TEST_CASE("an idle async projection commits nothing to the store") {
+  TempStore t;
+  append_numbers(t.store, 10);
+  ProjectionEngine engine(t.store);
+  engine.add(std::make_shared<Fold>(), {.poll_interval = std::chrono::milliseconds(5)});
+  REQUIRE(engine.wait_for("fold", 10, kWait));
+  REQUIRE(eventually([&] { return engine.status("fold").state == ProjectionState::running; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a step in flight ends
+  const auto watcher = t.store.watch();
+  CHECK_FALSE(watcher->changed());                              // the baseline
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // about 60 polls
+  CHECK_FALSE(watcher->changed());
+  // Still following: a new event is applied.
+  append_numbers(t.store, 1, 11);
+  REQUIRE(engine.wait_for("fold", 11, kWait));
+  CHECK(watcher->changed());
+  CHECK(read_model(t.store) == fold_log(t.store));
+}
+
 TEST_CASE("an async projection resumes from its checkpoint when the engine is recreated") {
   TempStore t;
   append_numbers(t.store, 30);
