@@ -14,7 +14,10 @@
 //
 // Values travel in libpq's binary format (bytea and int8 as bytes, text as its bytes): no
 // escaping, and a read hands out views into the result's memory.
+#include <fcntl.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -30,6 +33,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "hash_chain.hpp"
@@ -1649,11 +1654,102 @@ void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& event
 // connection of its own: one indexed read of one row, exact (a NOTIFY, which each commit also
 // sends, can still be in flight when an append returns, so it cannot answer alone). A broken
 // connection is reopened and reported as a change (commits may have been missed meanwhile).
+// push(): a thread of its own LISTENs on the store's channel (every commit that writes sends a
+// NOTIFY there, delivered at its COMMIT) on a connection of its own, and calls `wake` for each
+// batch of notifications that arrives; when that connection fails it calls `wake` (commits may
+// have been missed), pauses (10 ms, doubling up to 1 s) and connects again. A self-pipe stops it.
+class CommitListener {
+ public:
+  CommitListener(std::string uri, StoreOptions options, std::string channel,
+                 std::function<void()> wake)
+      : uri_(std::move(uri)),
+        options_(std::move(options)),
+        channel_(std::move(channel)),
+        wake_(std::move(wake)) {
+    if (::pipe2(stop_.data(), O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw std::system_error(errno, std::generic_category(), "factum: a pipe for a listener");
+    }
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (...) {
+      close_pipe();
+      throw;
+    }
+  }
+  ~CommitListener() {
+    const char byte = 0;
+    while (::write(stop_[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+    close_pipe();
+  }
+  CommitListener(const CommitListener&) = delete;
+  CommitListener& operator=(const CommitListener&) = delete;
+
+ private:
+  void close_pipe() noexcept {
+    ::close(stop_[0]);
+    ::close(stop_[1]);
+  }
+
+  // Waits until `fd` is readable or the stop pipe is (or `timeout_ms` passes; -1: no limit).
+  // Returns false when stopping.
+  bool await(int fd, int timeout_ms) const noexcept {
+    std::array<pollfd, 2> fds{pollfd{stop_[0], POLLIN, 0}, pollfd{fd, POLLIN, 0}};
+    const nfds_t n = fd >= 0 ? 2 : 1;
+    while (::poll(fds.data(), n, timeout_ms) < 0) {
+      if (errno != EINTR) return true;  // the caller's next read fails and reconnects
+    }
+    return fds[0].revents == 0;
+  }
+
+  void run() noexcept {
+    int pause_ms = 10;
+    for (;;) {
+      try {
+        PgConn conn(uri_, options_);
+        conn.exec("LISTEN " + channel_, "listening for commits");
+        pause_ms = 10;
+        wake_();  // commits between the watcher's baseline and the LISTEN
+        for (;;) {
+          const int socket = PQsocket(conn.get());
+          if (socket < 0) break;
+          if (!await(socket, -1)) return;
+          if (PQconsumeInput(conn.get()) == 0) break;
+          bool notified = false;
+          while (PGnotify* n = PQnotifies(conn.get())) {
+            notified = true;
+            PQfreemem(n);
+          }
+          if (notified) wake_();
+        }
+      } catch (...) {
+        // Cannot connect or LISTEN now: woken below, tried again after the pause.
+      }
+      wake_();  // commits may have come while the connection was gone
+      if (!await(-1, pause_ms)) return;
+      pause_ms = std::min(pause_ms * 2, 1000);
+    }
+  }
+
+  std::string uri_;
+  StoreOptions options_;
+  std::string channel_;
+  std::function<void()> wake_;
+  std::array<int, 2> stop_{-1, -1};
+  std::thread thread_;
+};
+
 class CommitWatcher final : public LogWatcher {
  public:
-  CommitWatcher(std::string uri, StoreOptions options)
-      : uri_(std::move(uri)), options_(std::move(options)) {
+  CommitWatcher(std::string uri, StoreOptions options, std::string channel)
+      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {
     connect();
+  }
+
+  bool push(std::function<void()> wake) override {
+    listener_ = std::make_unique<CommitListener>(uri_, options_, channel_, std::move(wake));
+    return true;
   }
 
   bool changed() override {
@@ -1689,9 +1785,11 @@ class CommitWatcher final : public LogWatcher {
 
   std::string uri_;
   StoreOptions options_;
+  std::string channel_;
   std::unique_ptr<PgConn> conn_;
   std::int64_t seen_ = 0;  // the commit count answered for
   bool armed_ = false;     // false until the first call, which only takes the baseline
+  std::unique_ptr<CommitListener> listener_;  // push()'s, stopped first
 };
 
 // --- The storage ------------------------------------------------------------------------------
@@ -1840,7 +1938,7 @@ class PostgresStorage final : public Storage {
   }
 
   std::unique_ptr<LogWatcher> watch() override {
-    return std::make_unique<CommitWatcher>(uri_, options_);
+    return std::make_unique<CommitWatcher>(uri_, options_, channel_);
   }
 
  private:

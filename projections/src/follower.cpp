@@ -80,6 +80,15 @@ Wakeup::Wakeup(EventStore& store, std::chrono::milliseconds poll, Wanted wanted)
     // A watcher's first answer only takes its baseline: take it now, before the first read, so
     // that another process's commit between that read and the first poll is not missed.
     watcher_->changed();
+    // Where the backend pushes commits (PostgreSQL's LISTEN), another process's commit wakes
+    // the reader at once; the poll stays as the fallback.
+    watcher_->push([flag = flag_] {
+      {
+        MutexLock lock(flag->mu);
+        flag->pending = true;
+      }
+      flag->cv.notify_all();
+    });
   }
   connection_ = store.on_appended().connect(
       [flag = flag_, wanted = std::move(wanted)](const std::vector<RecordedEvent>& events) {

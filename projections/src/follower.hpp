@@ -1,7 +1,7 @@
 // The parts every catch-up reader shares: LogFollower pulls filtered batches after a
 // position; Wakeup sleeps until there may be more (this process's commits through
-// on_appended, other processes' through PRAGMA data_version polling); Backoff spaces the
-// retries after a storage error.
+// on_appended, other processes' through the store's LogWatcher: polled, and pushed where the
+// backend can, i.e. PostgreSQL's LISTEN); Backoff spaces the retries after a storage error.
 #pragma once
 
 #include <boost/signals2/connection.hpp>

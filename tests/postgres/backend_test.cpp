@@ -7,7 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -198,6 +202,135 @@ TEST_CASE("postgres: a watcher hears appends made through another store object")
   }
   CHECK(heard);
   CHECK_FALSE(watcher->changed());  // heard once
+}
+
+namespace {
+
+// Counts the events it applies, in a table of the store.
+class Counter : public Projection {
+ public:
+  std::string name() const override { return "counter"; }
+  std::uint32_t version() const override { return 1; }
+  void reset(ProjectionContext& ctx) override {
+    ctx.sql().execute(table_ddl(
+        ctx.sql(), "CREATE TABLE " + ctx.table("seen") + " (position INTEGER PRIMARY KEY)"));
+  }
+  void apply(const RecordedEvent& e, ProjectionContext& ctx) override {
+    ctx.sql().execute("INSERT INTO " + ctx.table("seen") + " VALUES (?1)",
+                      {static_cast<std::int64_t>(e.position)});
+  }
+};
+
+// Waits up to 10 s for `sub` to be live.
+bool eventually_live(const Subscription& sub) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (sub.state() != Subscription::State::live) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// Counts wake() calls; waits for the next one.
+class Wakes {
+ public:
+  std::function<void()> callback() {
+    return [this] {
+      {
+        std::lock_guard lock(mu_);
+        ++count_;
+      }
+      cv_.notify_all();
+    };
+  }
+  int count() {
+    std::lock_guard lock(mu_);
+    return count_;
+  }
+  // Waits until more than `seen` wakes have come; returns whether they did within 10 s.
+  bool after(int seen) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return count_ > seen; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("postgres: a watcher pushes another store object's commits, and survives a lost LISTEN") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  Wakes wakes;
+  {
+    auto watcher = a.watch();
+    CHECK_FALSE(watcher->changed());
+    REQUIRE(watcher->push(wakes.callback()));
+    REQUIRE(wakes.after(0));  // the first wake: LISTEN is in place
+    // Nothing is committed: no more wakes.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const int idle = wakes.count();
+    CHECK(idle == 1);
+    b.append("acct-1", ExpectedVersion::any(), make_events(1));
+    REQUIRE(wakes.after(idle));
+    CHECK(watcher->changed());  // the exact answer agrees
+
+    // The server ends the listening connection: a wake (commits may have been missed), then a
+    // new LISTEN, which still hears commits.
+    Raw raw(uri);
+    const int before_kill = wakes.count();
+    raw.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+        "AND query LIKE 'LISTEN factum_log_%' AND state = 'idle'");
+    REQUIRE(wakes.after(before_kill));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // reconnected meanwhile
+    const int reconnected = wakes.count();
+    b.append("acct-1", ExpectedVersion::any(), make_events(1));
+    REQUIRE(wakes.after(reconnected));
+  }
+  // The watcher is gone, its thread stopped: commits wake nobody.
+  const int gone = wakes.count();
+  b.append("acct-1", ExpectedVersion::any(), make_events(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(wakes.count() == gone);
+}
+
+TEST_CASE("postgres: a subscription polling once an hour gets another process's event at once") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Position> got;
+  SubscriptionOptions options;
+  options.poll_interval = std::chrono::hours(1);
+  Subscription sub(a, options, [&](const RecordedEvent& e) {
+    {
+      std::lock_guard lock(mu);
+      got.push_back(e.position);
+    }
+    cv.notify_all();
+  });
+  REQUIRE(eventually_live(sub));
+  b.append("acct-1", ExpectedVersion::any(), make_events(2));  // another store object: no signal
+  std::unique_lock lock(mu);
+  CHECK(cv.wait_for(lock, std::chrono::seconds(10), [&] { return got.size() == 2; }));
+  CHECK(got == std::vector<Position>{1, 2});
+}
+
+TEST_CASE("postgres: a projection polling once an hour applies another process's event at once") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  ProjectionEngine engine(a);
+  engine.add(std::make_shared<Counter>(), {.poll_interval = std::chrono::hours(1)});
+  REQUIRE(engine.wait_for("counter", 0, std::chrono::seconds(10)));
+  b.append("acct-1", ExpectedVersion::any(), make_events(3));
+  CHECK(engine.wait_for("counter", 3, std::chrono::seconds(10)));
 }
 
 TEST_CASE(

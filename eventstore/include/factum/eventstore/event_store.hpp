@@ -151,15 +151,31 @@ class AppendTransaction {
   ~AppendTransaction() = default;
 };
 
-// Notices commits made to the store's file by any connection, in this process or another,
-// through SQLite's PRAGMA data_version on a connection of its own.
-// Thread-safety: one watcher is used by one thread at a time.
+// Notices commits made to the store by any connection, in this process or another: SQLite
+// through PRAGMA data_version on a connection of its own, PostgreSQL through the commit counter
+// of the store's head row (and, pushed, LISTEN on the store's channel).
+// Thread-safety: one watcher is used by one thread at a time; `wake` (below) runs on the
+// watcher's own thread.
 class LogWatcher {
  public:
   virtual ~LogWatcher() = default;
   // True when a commit has happened since the previous call (the first call answers false).
   // Cheap: no file read when nothing changed. Throws StorageError.
   virtual bool changed() = 0;
+  // Asks the watcher to call `wake` as soon as it learns of a commit, from a thread of its own,
+  // instead of waiting for the caller's next changed(). Returns false when the backend cannot
+  // push (SQLite: another process's commit is seen only by changed()); PostgreSQL LISTENs on
+  // the store's channel on a connection of its own and returns true. A wake is a hint, changed()
+  // the exact answer: a wake may come for a commit changed() already reported, and while the
+  // connection is lost and reopened (with a growing pause, up to a second) it wakes once per
+  // attempt, since commits may have been missed. `wake` must be cheap, thread-safe, must not
+  // throw and must not call the watcher. Call it at most once; destroying the watcher stops the
+  // thread (no wake after the destructor returns). Throws std::bad_alloc, std::system_error
+  // (no thread).
+  virtual bool push(std::function<void()> wake) {
+    static_cast<void>(wake);
+    return false;
+  }
 };
 
 class EventStore {

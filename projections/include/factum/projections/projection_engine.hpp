@@ -17,7 +17,8 @@
 // - Inline mode: the projection is applied inside each append's own transaction in this
 //   process, so after append() returns the read model already shows it. Appends made by
 //   processes without the projection are caught up by the projection's thread (within
-//   poll_interval) or by the next inline append, which applies the gap first.
+//   poll_interval; on PostgreSQL at once, woken by LISTEN/NOTIFY) or by the next inline
+//   append, which applies the gap first.
 // - Async mode: the projection follows the log on its own thread, from its checkpoint, in
 //   transactions of batch_size events.
 // - Versions: when a projection's version differs from the one recorded in the file (or on
@@ -78,7 +79,8 @@ struct ProjectionOptions {
   ProjectionTarget target = ProjectionTarget::store;  // default: tables in the store
   FailurePolicy on_failure = FailurePolicy::stop;     // default: stop
   std::size_t batch_size = 512;                       // events per transaction
-  std::chrono::milliseconds poll_interval{100};       // other processes' commits
+  // How often to look for other processes' commits (PostgreSQL: the fallback of LISTEN); 0: never.
+  std::chrono::milliseconds poll_interval{100};
 };
 
 enum class ProjectionState {

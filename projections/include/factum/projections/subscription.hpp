@@ -14,7 +14,9 @@
 // restarts is at least once: the checkpoint is saved after each batch, so a crash between a
 // handler call and the save delivers that batch again (use RecordedEvent::position or id as an
 // idempotency key). Wake-ups: this process's commits through on_appended at once; other
-// processes' commits by polling PRAGMA data_version every poll_interval.
+// processes' commits by polling every poll_interval (SQLite's PRAGMA data_version, PostgreSQL's
+// commit counter) and, on PostgreSQL, at once through LISTEN/NOTIFY (the poll stays as the
+// fallback, e.g. while the listening connection is reopened).
 //
 // A handler that throws stops the subscription: state() becomes failed, error() holds the
 // exception, on_error is called, and the failing event is not checkpointed. So does an error
@@ -80,7 +82,8 @@ struct SubscriptionOptions {
   std::string checkpoint{};  // default: none (start at `from`, nothing saved)
   // The most events read, held and handled per batch.
   std::size_t batch_size = 256;
-  // How often to look for other processes' commits (PRAGMA data_version); 0 disables polling.
+  // How often to look for other processes' commits (PRAGMA data_version, PostgreSQL's commit
+  // counter); 0 disables polling, and with it PostgreSQL's LISTEN.
   std::chrono::milliseconds poll_interval{100};
   // Called on the subscription's thread when the handler (or a read) throws, and at each failed
   // attempt while it retries after a storage error. Must not throw.
