@@ -140,7 +140,8 @@ TEST_CASE("postgres: a PostgresOptions schema that does not exist is refused, no
 TEST_CASE("postgres: every connection of a PostgresOptions store uses its schema and options") {
   PostgresOptions where = fresh_store_options();
   where.application_name = "factum_options_" + where.schema.substr(2);
-  where.parameters["options"] = "-c statement_timeout=7000";
+  // The schema's search_path wins over the caller's.
+  where.parameters["options"] = "-c statement_timeout=7000 -c search_path=public";
   where.connect_timeout = std::chrono::seconds(10);
   EventStore store = EventStore::open(where);
   store.append("s-1", ExpectedVersion::any(), make_events(1));  // the writer
