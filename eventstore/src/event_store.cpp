@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "postgres_target.hpp"
 #include "storage.hpp"
 #include "validation.hpp"
 
@@ -13,6 +14,10 @@ class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
       : path_(path), options_(options), storage_(open_storage(path, options)) {}
+  StoreImpl(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
+      : path_(target->shown),
+        options_(options),
+        storage_(open_postgres_storage(std::move(target), options)) {}
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     validate(appends);
@@ -95,6 +100,11 @@ void validate_category(std::string_view category) {
 
 EventStore EventStore::open(const std::filesystem::path& path, const StoreOptions& options) {
   return EventStore(std::make_shared<detail::StoreImpl>(path, options));
+}
+
+EventStore EventStore::open(const PostgresOptions& where, const StoreOptions& options) {
+  auto target = std::make_shared<const detail::PgTarget>(detail::pg_target(where));
+  return EventStore(std::make_shared<detail::StoreImpl>(std::move(target), options));
 }
 
 EventStore::EventStore(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "hash_chain.hpp"
+#include "postgres_target.hpp"
 #include "rows.hpp"
 #include "storage.hpp"
 #include "verify.hpp"
@@ -57,26 +58,6 @@ constexpr std::int64_t kVerifyPage = 4096;
 std::int64_t now_us() {
   using namespace std::chrono;
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-// The URI without its password (user:password@, or a password= parameter), for messages.
-std::string redacted(const std::string& uri) {
-  std::string out = uri;
-  const auto scheme = out.find("://");
-  const auto at = out.find('@');
-  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-    const auto colon = out.find(':', scheme + 3);
-    if (colon != std::string::npos && colon < at)
-      out = out.substr(0, colon) + ":***" + out.substr(at);
-  }
-  for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
-    const bool starts = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&');
-    p += 9;
-    if (!starts) continue;
-    const auto end = out.find('&', p);
-    out.replace(p, (end == std::string::npos ? out.size() : end) - p, "***");
-  }
-  return out;
 }
 
 std::string first_line(const char* message) {
@@ -147,14 +128,15 @@ StorageError::Kind kind_of(const char* sqlstate, PGconn* conn) {
 
 class PgConn {
  public:
-  PgConn(const std::string& uri, const StoreOptions& options) : uri_(uri) {
-    conn_ = PQconnectdb(uri.c_str());
+  PgConn(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
+      : target_(std::move(target)) {
+    conn_ = connect(*target_);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       const std::string why =
           first_line(conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory");
       if (conn_ != nullptr) PQfinish(conn_);
       throw StorageError(StorageError::Kind::io,
-                         "factum: cannot connect to '" + redacted(uri) + "': " + why);
+                         "factum: cannot connect to '" + target_->shown + "': " + why);
     }
     PQsetNoticeProcessor(
         conn_, [](void*, const char*) {}, nullptr);
@@ -185,14 +167,15 @@ class PgConn {
   PGconn* get() const noexcept { return conn_; }
   bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
   bool in_transaction() const noexcept { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
-  const std::string& uri() const noexcept { return uri_; }
+  // The store's place for messages (without its password).
+  const std::string& shown() const noexcept { return target_->shown; }
 
   [[noreturn]] void fail(const PGresult* r, std::string_view doing) const {
     const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     const std::string why =
         first_line(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
     throw StorageError(kind_of(state, conn_),
-                       "factum: " + std::string(doing) + " in '" + redacted(uri_) + "': " + why +
+                       "factum: " + std::string(doing) + " in '" + shown() + "': " + why +
                            (state != nullptr ? " (SQLSTATE " + std::string(state) + ")" : ""));
   }
 
@@ -232,8 +215,20 @@ class PgConn {
   void forget_statement(const std::string& sql) noexcept { prepared_.erase(sql); }
 
  private:
+  static PGconn* connect(const PgTarget& t) {
+    std::vector<const char*> keywords;
+    std::vector<const char*> values;
+    for (std::size_t i = 0; i < t.keywords.size(); ++i) {
+      keywords.push_back(t.keywords[i].c_str());
+      values.push_back(t.values[i].c_str());
+    }
+    keywords.push_back(nullptr);
+    values.push_back(nullptr);
+    return PQconnectdbParams(keywords.data(), values.data(), t.expand_dbname ? 1 : 0);
+  }
+
   static constexpr std::size_t kMaxPrepared = 256;
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   PGconn* conn_ = nullptr;
   std::map<std::string, std::string> prepared_;  // SQL text -> statement name
   std::uint64_t next_name_ = 0;
@@ -487,7 +482,7 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
                      "reading the schema", 0);
   if (r.rows() != 1 || r.null(0, 0)) {
     throw StorageError(StorageError::Kind::not_a_store,
-                       "factum: '" + redacted(c.uri()) +
+                       "factum: '" + c.shown() +
                            "' names no existing schema to keep the log in (create the schema "
                            "of its search_path first)");
   }
@@ -505,7 +500,7 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
     if (options.read_only || !options.create_if_missing) {
       throw StorageError(
           StorageError::Kind::not_a_store,
-          "factum: schema '" + schema + "' of '" + redacted(c.uri()) + "' holds no factum store");
+          "factum: schema '" + schema + "' of '" + c.shown() + "' holds no factum store");
     }
     // One creator at a time: the others wait for the lock, then find the tables.
     c.exec("BEGIN; SELECT pg_advisory_xact_lock(hashtext('factum:' || current_schema()))",
@@ -523,7 +518,7 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
   std::int64_t format = 0;
   if (f.rows() != 1 || !f.int64(0, 0, format)) {
     throw StorageError(StorageError::Kind::corrupt,
-                       "factum: the store in schema '" + schema + "' of '" + redacted(c.uri()) +
+                       "factum: the store in schema '" + schema + "' of '" + c.shown() +
                            "' is damaged: its factum_store row is missing");
   }
   if (format > kStoreFormat) {
@@ -748,7 +743,7 @@ class PgRow final : public SqlRow {
     throw StorageError(StorageError::Kind::other, "factum: column " + std::to_string(column) +
                                                       " ('" + std::string(r_.text(row_, column)) +
                                                       "') is not " + what + " in '" +
-                                                      redacted(conn_.uri()) + "'");
+                                                      conn_.shown() + "'");
   }
   const PgConn& conn_;
   const PgResult& r_;
@@ -823,8 +818,8 @@ class PgSql final : public Sql {
 
 class PgPool {
  public:
-  PgPool(std::string uri, StoreOptions options)
-      : uri_(std::move(uri)), options_(std::move(options)) {}
+  PgPool(std::shared_ptr<const PgTarget> target, StoreOptions options)
+      : target_(std::move(target)), options_(std::move(options)) {}
 
   class Lease {
    public:
@@ -849,7 +844,7 @@ class PgPool {
         return Lease(*this, std::move(conn));
       }
     }
-    return Lease(*this, std::make_unique<PgConn>(uri_, options_));
+    return Lease(*this, std::make_unique<PgConn>(target_, options_));
   }
 
  private:
@@ -864,7 +859,7 @@ class PgPool {
     }
   }
 
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   StoreOptions options_;
   std::mutex mu_;
   std::vector<std::unique_ptr<PgConn>> idle_;
@@ -1022,8 +1017,8 @@ bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
 
 class PgWriter {
  public:
-  PgWriter(std::string uri, StoreOptions options, std::string channel)
-      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {}
+  PgWriter(std::shared_ptr<const PgTarget> target, StoreOptions options, std::string channel)
+      : target_(std::move(target)), options_(std::move(options)), channel_(std::move(channel)) {}
 
   std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
                                   const AppendHook* hook) {
@@ -1082,7 +1077,7 @@ class PgWriter {
   PgConn& conn() {
     if (!conn_ || !conn_->ok()) {
       conn_.reset();
-      conn_ = std::make_unique<PgConn>(uri_, options_);
+      conn_ = std::make_unique<PgConn>(target_, options_);
     }
     return *conn_;
   }
@@ -1225,7 +1220,7 @@ class PgWriter {
         } catch (const StorageError&) {
           if (c.ok()) throw;
           throw StorageError(StorageError::Kind::io,
-                             "factum: the connection to '" + redacted(uri_) +
+                             "factum: the connection to '" + target_->shown +
                                  "' broke during COMMIT: the append's outcome is unknown; "
                                  "retry the same batch (retries are idempotent)");
         }
@@ -1407,7 +1402,7 @@ class PgWriter {
     std::int64_t position = 0;
     if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
       throw StorageError(StorageError::Kind::corrupt,
-                         "factum: the store of '" + redacted(uri_) +
+                         "factum: the store of '" + target_->shown +
                              "' is damaged: its factum_store row is missing or malformed");
     }
     return {static_cast<Position>(position),
@@ -1591,7 +1586,7 @@ class PgWriter {
                           ", which is not an event of that stream");
   }
 
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   StoreOptions options_;
   std::string channel_;
   std::unique_ptr<PgConn> conn_;  // the leader's (one leader at a time)
@@ -1660,9 +1655,9 @@ void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& event
 // have been missed), pauses (10 ms, doubling up to 1 s) and connects again. A self-pipe stops it.
 class CommitListener {
  public:
-  CommitListener(std::string uri, StoreOptions options, std::string channel,
-                 std::function<void()> wake)
-      : uri_(std::move(uri)),
+  CommitListener(std::shared_ptr<const PgTarget> target, StoreOptions options,
+                 std::string channel, std::function<void()> wake)
+      : target_(std::move(target)),
         options_(std::move(options)),
         channel_(std::move(channel)),
         wake_(std::move(wake)) {
@@ -1707,7 +1702,7 @@ class CommitListener {
     int pause_ms = 10;
     for (;;) {
       try {
-        PgConn conn(uri_, options_);
+        PgConn conn(target_, options_);
         conn.exec("LISTEN " + channel_, "listening for commits");
         pause_ms = 10;
         wake_();  // commits between the watcher's baseline and the LISTEN
@@ -1732,7 +1727,7 @@ class CommitListener {
     }
   }
 
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   StoreOptions options_;
   std::string channel_;
   std::function<void()> wake_;
@@ -1742,13 +1737,13 @@ class CommitListener {
 
 class CommitWatcher final : public LogWatcher {
  public:
-  CommitWatcher(std::string uri, StoreOptions options, std::string channel)
-      : uri_(std::move(uri)), options_(std::move(options)), channel_(std::move(channel)) {
+  CommitWatcher(std::shared_ptr<const PgTarget> target, StoreOptions options, std::string channel)
+      : target_(std::move(target)), options_(std::move(options)), channel_(std::move(channel)) {
     connect();
   }
 
   bool push(std::function<void()> wake) override {
-    listener_ = std::make_unique<CommitListener>(uri_, options_, channel_, std::move(wake));
+    listener_ = std::make_unique<CommitListener>(target_, options_, channel_, std::move(wake));
     return true;
   }
 
@@ -1779,11 +1774,11 @@ class CommitWatcher final : public LogWatcher {
 
   void connect() {
     conn_.reset();
-    conn_ = std::make_unique<PgConn>(uri_, options_);
+    conn_ = std::make_unique<PgConn>(target_, options_);
     seen_ = read_commits();
   }
 
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   StoreOptions options_;
   std::string channel_;
   std::unique_ptr<PgConn> conn_;
@@ -1796,11 +1791,11 @@ class CommitWatcher final : public LogWatcher {
 
 class PostgresStorage final : public Storage {
  public:
-  PostgresStorage(const std::string& uri, const StoreOptions& options)
-      : uri_(uri), options_(options), readers_(uri, options) {
+  PostgresStorage(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
+      : target_(std::move(target)), options_(options), readers_(target_, options) {
     auto c = readers_.acquire();
     channel_ = channel_of(prepare_schema(*c, options));
-    if (!options.read_only) writer_ = std::make_unique<PgWriter>(uri, options, channel_);
+    if (!options.read_only) writer_ = std::make_unique<PgWriter>(target_, options, channel_);
   }
 
   std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
@@ -1938,20 +1933,20 @@ class PostgresStorage final : public Storage {
   }
 
   std::unique_ptr<LogWatcher> watch() override {
-    return std::make_unique<CommitWatcher>(uri_, options_, channel_);
+    return std::make_unique<CommitWatcher>(target_, options_, channel_);
   }
 
  private:
   PgWriter* writer(const char* doing) {
     if (!writer_) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot " + std::string(doing) +
-                                                            " '" + redacted(uri_) +
+                                                            " '" + target_->shown +
                                                             "': the store was opened read-only");
     }
     return writer_.get();
   }
 
-  std::string uri_;
+  std::shared_ptr<const PgTarget> target_;
   StoreOptions options_;
   PgPool readers_;
   std::string channel_;
@@ -1960,9 +1955,9 @@ class PostgresStorage final : public Storage {
 
 }  // namespace
 
-std::shared_ptr<Storage> open_postgres_storage(const std::string& uri,
+std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
                                                const StoreOptions& options) {
-  return std::make_shared<PostgresStorage>(uri, options);
+  return std::make_shared<PostgresStorage>(std::move(target), options);
 }
 
 }  // namespace factum::detail

@@ -1,6 +1,7 @@
 // The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
 #include <algorithm>
 
+#include "postgres_target.hpp"
 #include "reader.hpp"
 #include "rows.hpp"
 #include "schema.hpp"
@@ -144,14 +145,18 @@ bool is_postgres_uri(std::string_view location) noexcept {
 
 std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
                                       const StoreOptions& options) {
-  if (is_postgres_uri(location.native())) return open_postgres_storage(location.native(), options);
+  if (is_postgres_uri(location.native())) {
+    return open_postgres_storage(std::make_shared<const PgTarget>(pg_target(location.native())),
+                                 options);
+  }
   return open_sqlite_storage(location, options);
 }
 
 #ifndef FACTUM_HAVE_POSTGRES
-std::shared_ptr<Storage> open_postgres_storage(const std::string& uri, const StoreOptions&) {
+std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
+                                               const StoreOptions&) {
   throw StorageError(StorageError::Kind::other,
-                     "factum: cannot open '" + uri +
+                     "factum: cannot open '" + target->shown +
                          "': this build of factum has no PostgreSQL backend (install libpq-dev "
                          "and configure again)");
 }

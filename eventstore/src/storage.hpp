@@ -17,6 +17,8 @@
 
 namespace factum::detail {
 
+struct PgTarget;  // postgres_target.hpp
+
 // One stream's part of an append, by reference (the caller's events are not copied).
 struct AppendView {
   std::string_view stream;
@@ -100,10 +102,11 @@ std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
 // True when `location` is a PostgreSQL connection URI ("postgresql://..." or "postgres://...").
 bool is_postgres_uri(std::string_view location) noexcept;
 
-// Opens the PostgreSQL backend on the database `uri` names (creating or checking the schema in
-// the first schema of the connection's search_path). Throws StorageError (Kind::other) when
+// Opens the PostgreSQL backend on the database `target` names (creating or checking the store
+// in the first schema of the connection's search_path). Throws StorageError (Kind::other) when
 // factum was built without libpq.
-std::shared_ptr<Storage> open_postgres_storage(const std::string& uri, const StoreOptions& options);
+std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
+                                               const StoreOptions& options);
 
 // The backend `location` names: a PostgreSQL URI, or else the path of a SQLite file.
 std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,

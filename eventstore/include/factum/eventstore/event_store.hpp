@@ -43,6 +43,7 @@
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/postgres_options.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
 
@@ -190,6 +191,12 @@ class EventStore {
   // changed in it), newer_format when it was written by a newer factum, io/read_only/busy
   // when it cannot be opened or created.
   static EventStore open(const std::filesystem::path& path, const StoreOptions& options = {});
+  // Opens (and, unless options say otherwise, creates) the store on the PostgreSQL server and
+  // in the schema `where` names (postgres_options.hpp), as open() does for a postgresql:// URI.
+  // Throws InvalidArgument, naming the field, for a field it refuses (before connecting), and
+  // StorageError as open(path) does. path() is then the connection's keywords, without the
+  // password.
+  static EventStore open(const PostgresOptions& where, const StoreOptions& options = {});
 
   EventStore(EventStore&&) noexcept;
   EventStore& operator=(EventStore&&) noexcept;

@@ -1,0 +1,36 @@
+// Where the PostgreSQL backend connects: libpq's connection keywords and values, made from a
+// postgresql:// URI or from PostgresOptions (checked field by field), and how messages show
+// the place (never with its password). Every connection of a store (readers, the writer,
+// watchers) is made from the same PgTarget, so they all reach the same database and schema.
+//
+// Thread-safety: a PgTarget is immutable once made; share it as a shared_ptr<const PgTarget>.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "factum/eventstore/postgres_options.hpp"
+
+namespace factum::detail {
+
+struct PgTarget {
+  // libpq's keyword/value arrays (PQconnectdbParams), without their terminating nulls.
+  std::vector<std::string> keywords;
+  std::vector<std::string> values;
+  // True when the only pair is ("dbname", a URI) for libpq to expand.
+  bool expand_dbname = false;
+  // The place for messages and EventStore::path(): the URI or the keywords, password masked.
+  std::string shown;
+};
+
+// The target of a postgresql:// or postgres:// URI (libpq parses it when connecting).
+PgTarget pg_target(const std::string& uri);
+
+// The target `where` names. Throws InvalidArgument naming the first field it refuses (see
+// postgres_options.hpp); a password's value is never in the message.
+PgTarget pg_target(const PostgresOptions& where);
+
+// `uri` without its password (user:password@, or a password= parameter), for messages.
+std::string redacted(const std::string& uri);
+
+}  // namespace factum::detail
