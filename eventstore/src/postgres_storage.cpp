@@ -32,6 +32,7 @@
 #include <string>
 #include <utility>
 
+#include "factum/eventstore/location.hpp"
 #include "hash_chain.hpp"
 #include "rows.hpp"
 #include "storage.hpp"
@@ -52,26 +53,6 @@ constexpr std::int64_t kVerifyPage = 4096;
 std::int64_t now_us() {
   using namespace std::chrono;
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-// The URI without its password (user:password@, or a password= parameter), for messages.
-std::string redacted(const std::string& uri) {
-  std::string out = uri;
-  const auto scheme = out.find("://");
-  const auto at = out.find('@');
-  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-    const auto colon = out.find(':', scheme + 3);
-    if (colon != std::string::npos && colon < at)
-      out = out.substr(0, colon) + ":***" + out.substr(at);
-  }
-  for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
-    const bool starts = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&');
-    p += 9;
-    if (!starts) continue;
-    const auto end = out.find('&', p);
-    out.replace(p, (end == std::string::npos ? out.size() : end) - p, "***");
-  }
-  return out;
 }
 
 std::string first_line(const char* message) {
@@ -149,7 +130,7 @@ class PgConn {
           first_line(conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory");
       if (conn_ != nullptr) PQfinish(conn_);
       throw StorageError(StorageError::Kind::io,
-                         "factum: cannot connect to '" + redacted(uri) + "': " + why);
+                         "factum: cannot connect to '" + shown_location(uri) + "': " + why);
     }
     PQsetNoticeProcessor(
         conn_, [](void*, const char*) {}, nullptr);
@@ -187,7 +168,8 @@ class PgConn {
     const std::string why =
         first_line(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
     throw StorageError(kind_of(state, conn_),
-                       "factum: " + std::string(doing) + " in '" + redacted(uri_) + "': " + why +
+                       "factum: " + std::string(doing) + " in '" + shown_location(uri_) +
+                           "': " + why +
                            (state != nullptr ? " (SQLSTATE " + std::string(state) + ")" : ""));
   }
 
@@ -482,7 +464,7 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
                      "reading the schema", 0);
   if (r.rows() != 1 || r.null(0, 0)) {
     throw StorageError(StorageError::Kind::not_a_store,
-                       "factum: '" + redacted(c.uri()) +
+                       "factum: '" + shown_location(c.uri()) +
                            "' names no existing schema to keep the log in (create the schema "
                            "of its search_path first)");
   }
@@ -498,9 +480,9 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
   };
   if (!has_store()) {
     if (options.read_only || !options.create_if_missing) {
-      throw StorageError(
-          StorageError::Kind::not_a_store,
-          "factum: schema '" + schema + "' of '" + redacted(c.uri()) + "' holds no factum store");
+      throw StorageError(StorageError::Kind::not_a_store, "factum: schema '" + schema + "' of '" +
+                                                              shown_location(c.uri()) +
+                                                              "' holds no factum store");
     }
     // One creator at a time: the others wait for the lock, then find the tables.
     c.exec("BEGIN; SELECT pg_advisory_xact_lock(hashtext('factum:' || current_schema()))",
@@ -518,7 +500,8 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
   std::int64_t format = 0;
   if (f.rows() != 1 || !f.int64(0, 0, format)) {
     throw StorageError(StorageError::Kind::corrupt,
-                       "factum: the store in schema '" + schema + "' of '" + redacted(c.uri()) +
+                       "factum: the store in schema '" + schema + "' of '" +
+                           shown_location(c.uri()) +
                            "' is damaged: its factum_store row is missing");
   }
   if (format > kStoreFormat) {
@@ -743,7 +726,7 @@ class PgRow final : public SqlRow {
     throw StorageError(StorageError::Kind::other, "factum: column " + std::to_string(column) +
                                                       " ('" + std::string(r_.text(row_, column)) +
                                                       "') is not " + what + " in '" +
-                                                      redacted(conn_.uri()) + "'");
+                                                      shown_location(conn_.uri()) + "'");
   }
   const PgConn& conn_;
   const PgResult& r_;
@@ -1220,7 +1203,7 @@ class PgWriter {
         } catch (const StorageError&) {
           if (c.ok()) throw;
           throw StorageError(StorageError::Kind::io,
-                             "factum: the connection to '" + redacted(uri_) +
+                             "factum: the connection to '" + shown_location(uri_) +
                                  "' broke during COMMIT: the append's outcome is unknown; "
                                  "retry the same batch (retries are idempotent)");
         }
@@ -1402,7 +1385,7 @@ class PgWriter {
     std::int64_t position = 0;
     if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
       throw StorageError(StorageError::Kind::corrupt,
-                         "factum: the store of '" + redacted(uri_) +
+                         "factum: the store of '" + shown_location(uri_) +
                              "' is damaged: its factum_store row is missing or malformed");
     }
     return {static_cast<Position>(position),
@@ -1847,7 +1830,7 @@ class PostgresStorage final : public Storage {
   PgWriter* writer(const char* doing) {
     if (!writer_) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot " + std::string(doing) +
-                                                            " '" + redacted(uri_) +
+                                                            " '" + shown_location(uri_) +
                                                             "': the store was opened read-only");
     }
     return writer_.get();

@@ -1,6 +1,7 @@
 // The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
 #include <algorithm>
 
+#include "factum/eventstore/location.hpp"
 #include "reader.hpp"
 #include "rows.hpp"
 #include "schema.hpp"
@@ -138,20 +139,17 @@ std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
   return std::make_shared<SqliteStorage>(path, options);
 }
 
-bool is_postgres_uri(std::string_view location) noexcept {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
 std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
                                       const StoreOptions& options) {
-  if (is_postgres_uri(location.native())) return open_postgres_storage(location.native(), options);
+  if (is_server_location(location.native()))
+    return open_postgres_storage(location.native(), options);
   return open_sqlite_storage(location, options);
 }
 
 #ifndef FACTUM_HAVE_POSTGRES
 std::shared_ptr<Storage> open_postgres_storage(const std::string& uri, const StoreOptions&) {
   throw StorageError(StorageError::Kind::other,
-                     "factum: cannot open '" + uri +
+                     "factum: cannot open '" + shown_location(uri) +
                          "': this build of factum has no PostgreSQL backend (install libpq-dev "
                          "and configure again)");
 }
