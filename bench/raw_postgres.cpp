@@ -5,6 +5,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "factum/eventstore/location.hpp"
+
 namespace bench {
 namespace {
 
@@ -12,16 +14,6 @@ std::string first_line(const char* message) {
   std::string m = message != nullptr ? message : "";
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
   return m;
-}
-
-// The URI without its password, for messages.
-std::string redacted(const std::string& uri) {
-  const auto scheme = uri.find("://");
-  const auto at = uri.find('@');
-  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
-  const auto colon = uri.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon) + ":***" + uri.substr(at);
 }
 
 bool succeeded(const PGresult* r) {
@@ -78,7 +70,8 @@ RawPg::RawPg(const std::string& uri) {
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     const std::string why = first_line(conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory");
     PQfinish(conn_);
-    throw std::runtime_error("raw postgres: cannot connect to '" + redacted(uri) + "': " + why);
+    throw std::runtime_error("raw postgres: cannot connect to '" + factum::shown_location(uri) +
+                             "': " + why);
   }
   PQsetNoticeProcessor(
       conn_, [](void*, const char*) {}, nullptr);

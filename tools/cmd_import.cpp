@@ -515,7 +515,7 @@ int import_into_server(const ImportOptions& o) {
 }
 
 int run_import(const ImportOptions& o) {
-  if (is_store_uri(o.db)) return import_into_server(o);
+  if (is_server_location(o.db)) return import_into_server(o);
   if (fs::exists(fs::symlink_status(o.db))) {
     throw CliError("'" + o.db + "' exists; import creates a new store (choose another name)");
   }

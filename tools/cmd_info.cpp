@@ -54,7 +54,7 @@ Info read_info(const EventStore& store, const std::string& path) {
     info.first = time_at(sql, "min");
     info.last = time_at(sql, "max");
   });
-  if (is_store_uri(path)) {
+  if (is_server_location(path)) {
     info.schema = store_schema(store);
     info.schema_size = cli::schema_size(store);
     return info;

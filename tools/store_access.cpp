@@ -1,7 +1,6 @@
 // tools/store_access.cpp — opening store files for the commands (see store_access.hpp).
 #include "store_access.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -25,7 +24,7 @@ void check_path(const std::string& path) {
 }
 
 EventStore open_existing(const std::string& path, bool read_only) {
-  if (!is_store_uri(path)) check_path(path);
+  if (!is_server_location(path)) check_path(path);
   StoreOptions options;
   options.read_only = read_only;
   options.create_if_missing = false;
@@ -33,35 +32,6 @@ EventStore open_existing(const std::string& path, bool read_only) {
 }
 
 }  // namespace
-
-bool is_store_uri(std::string_view location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
-std::string shown_location(const std::string& location) {
-  if (!is_store_uri(location)) return location;
-  std::string out = location;
-  // user:password@host: the password is what lies between the user's ':' and the last '@'
-  // of the authority (a password may hold '@' when percent-encoded, and the query may too).
-  const std::size_t authority = out.find("://") + 3;
-  const std::size_t authority_end = std::min(out.find_first_of("/?#", authority), out.size());
-  const std::size_t at = out.rfind('@', authority_end - 1);
-  if (at != std::string::npos && at >= authority) {
-    const std::size_t colon = out.find(':', authority);
-    if (colon < at) out.replace(colon + 1, at - colon - 1, "***");
-  }
-  // ...?password=secret&...: the value, up to the next '&' or '#'.
-  for (std::size_t at_key = out.find('?'); at_key != std::string::npos;) {
-    const std::size_t key = at_key + 1;
-    if (out.compare(key, 9, "password=") == 0) {
-      const std::size_t value = key + 9;
-      const std::size_t end = std::min(out.find_first_of("&#", value), out.size());
-      out.replace(value, end - value, "***");
-    }
-    at_key = out.find('&', key);
-  }
-  return out;
-}
 
 EventStore open_read_only(const std::string& path) { return open_existing(path, true); }
 

@@ -6,19 +6,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "factum/eventstore/event_store.hpp"
 
 namespace factum::cli {
 
-// True when `location` is a PostgreSQL connection URI ("postgresql://..." or "postgres://...")
-// rather than a store file's path: every command takes either (docs/postgres.md).
-bool is_store_uri(std::string_view location);
-
-// `location` as messages and reports show it: a path unchanged; a URI without its password
-// (user:***@host, password=***), so a secret passed on the command line never reaches a log.
-std::string shown_location(const std::string& location);
+// Every command takes a store file's path or a PostgreSQL URI (docs/postgres.md): the two are
+// told apart by factum::is_server_location, and messages and reports show either through
+// factum::shown_location (a URI's passwords masked, so a secret passed on the command line
+// never reaches a log).
 
 // Opens an existing store read-only (never created, never written). Throws CliError for a
 // missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.

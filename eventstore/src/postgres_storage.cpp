@@ -37,6 +37,7 @@
 #include <thread>
 #include <utility>
 
+#include "factum/eventstore/location.hpp"
 #include "hash_chain.hpp"
 #include "postgres_target.hpp"
 #include "rows.hpp"
@@ -1655,8 +1656,8 @@ void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& event
 // have been missed), pauses (10 ms, doubling up to 1 s) and connects again. A self-pipe stops it.
 class CommitListener {
  public:
-  CommitListener(std::shared_ptr<const PgTarget> target, StoreOptions options,
-                 std::string channel, std::function<void()> wake)
+  CommitListener(std::shared_ptr<const PgTarget> target, StoreOptions options, std::string channel,
+                 std::function<void()> wake)
       : target_(std::move(target)),
         options_(std::move(options)),
         channel_(std::move(channel)),

@@ -1,5 +1,7 @@
 #include "postgres_target.hpp"
 
+#include "factum/eventstore/location.hpp"
+
 #ifdef FACTUM_HAVE_POSTGRES
 #include <libpq-fe.h>
 #endif
@@ -129,7 +131,9 @@ std::string session_options(const PostgresOptions& where) {
 
 }  // namespace
 
-PgTarget pg_target(const std::string& uri) { return {{"dbname"}, {uri}, true, redacted(uri)}; }
+PgTarget pg_target(const std::string& uri) {
+  return {{"dbname"}, {uri}, true, shown_location(uri)};
+}
 
 PgTarget pg_target(const PostgresOptions& where) {
   check_fields(where);
@@ -150,25 +154,6 @@ PgTarget pg_target(const PostgresOptions& where) {
   add(t, "options", session_options(where));
   if (t.shown.empty()) t.shown = "postgresql://";  // every field left to libpq's defaults
   return t;
-}
-
-std::string redacted(const std::string& uri) {
-  std::string out = uri;
-  const auto scheme = out.find("://");
-  const auto at = out.find('@');
-  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-    const auto colon = out.find(':', scheme + 3);
-    if (colon != std::string::npos && colon < at)
-      out = out.substr(0, colon) + ":***" + out.substr(at);
-  }
-  for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
-    const bool starts = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&');
-    p += 9;
-    if (!starts) continue;
-    const auto end = out.find('&', p);
-    out.replace(p, (end == std::string::npos ? out.size() : end) - p, "***");
-  }
-  return out;
 }
 
 }  // namespace factum::detail

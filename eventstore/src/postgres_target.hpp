@@ -30,7 +30,4 @@ PgTarget pg_target(const std::string& uri);
 // postgres_options.hpp); a password's value is never in the message.
 PgTarget pg_target(const PostgresOptions& where);
 
-// `uri` without its password (user:password@, or a password= parameter), for messages.
-std::string redacted(const std::string& uri);
-
 }  // namespace factum::detail

@@ -1,6 +1,7 @@
 // The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
 #include <algorithm>
 
+#include "factum/eventstore/location.hpp"
 #include "postgres_target.hpp"
 #include "reader.hpp"
 #include "rows.hpp"
@@ -139,13 +140,9 @@ std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
   return std::make_shared<SqliteStorage>(path, options);
 }
 
-bool is_postgres_uri(std::string_view location) noexcept {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
 std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
                                       const StoreOptions& options) {
-  if (is_postgres_uri(location.native())) {
+  if (is_server_location(location.native())) {
     return open_postgres_storage(std::make_shared<const PgTarget>(pg_target(location.native())),
                                  options);
   }

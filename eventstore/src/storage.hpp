@@ -99,16 +99,14 @@ class Storage {
 std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
                                              const StoreOptions& options);
 
-// True when `location` is a PostgreSQL connection URI ("postgresql://..." or "postgres://...").
-bool is_postgres_uri(std::string_view location) noexcept;
-
 // Opens the PostgreSQL backend on the database `target` names (creating or checking the store
 // in the first schema of the connection's search_path). Throws StorageError (Kind::other) when
 // factum was built without libpq.
 std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
                                                const StoreOptions& options);
 
-// The backend `location` names: a PostgreSQL URI, or else the path of a SQLite file.
+// The backend `location` names: a PostgreSQL URI (factum::is_server_location), or else the path
+// of a SQLite file.
 std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
                                       const StoreOptions& options);
 

@@ -12,6 +12,7 @@
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/location.hpp"
 #include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"

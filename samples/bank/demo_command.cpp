@@ -21,7 +21,7 @@ namespace {
 void prepare_file(const std::filesystem::path& db, bool fresh) {
   const factum::Position events = events_in(db);
   if (events == 0) return;
-  if (factum::samples::is_server_uri(db.string())) {  // never emptied, --fresh or not
+  if (factum::is_server_location(db.string())) {  // never emptied, --fresh or not
     throw std::runtime_error(factum::samples::no_delete_on_server("factum-bank", db, events));
   }
   if (!fresh) {
@@ -33,8 +33,8 @@ void prepare_file(const std::filesystem::path& db, bool fresh) {
 
 // `db` as a shell word: a URI (with '?', '&') quoted, its password masked; a path as it is.
 std::string shell_word(const std::filesystem::path& db) {
-  if (!factum::samples::is_server_uri(db.string())) return db.string();
-  return "'" + factum::samples::shown_location(db) + "'";
+  if (!factum::is_server_location(db.string())) return db.string();
+  return "'" + factum::shown_location(db.string()) + "'";
 }
 
 std::string n(int count) { return group_thousands(static_cast<std::uint64_t>(count)); }
@@ -87,7 +87,7 @@ int demo_command(const std::filesystem::path& db, const DemoOptions& options, bo
   prepare_file(db, fresh);
   factum::EventStore store = open_store(db, true, factum::Durability::normal);
   std::cout << "factum-bank demo: a year of banking (2024) into "
-            << factum::samples::shown_location(db) << ", seed " << options.seed << "\n"
+            << factum::shown_location(db.string()) << ", seed " << options.seed << "\n"
             << "(durability 'normal' for speed: a crash of this program loses nothing, a power "
                "cut may lose the newest commits)\n";
   const auto start = std::chrono::steady_clock::now();

@@ -22,7 +22,7 @@ const factum::samples::StoreOwner& bank_store() {
 factum::EventStore open_store(const std::filesystem::path& db, bool create,
                               factum::Durability durability) {
   if (!create && !factum::samples::store_exists(db)) {
-    throw std::runtime_error("no bank at '" + factum::samples::shown_location(db) +
+    throw std::runtime_error("no bank at '" + factum::shown_location(db.string()) +
                              "': create one with 'factum-bank open' or 'factum-bank demo'");
   }
   factum::StoreOptions options;
@@ -42,7 +42,7 @@ factum::Position events_in(const std::filesystem::path& db) {
 
 void delete_store(const std::filesystem::path& db) {
   const factum::Position events = events_in(db);  // throws unless it is a factum store
-  if (factum::samples::is_server_uri(db.string())) {
+  if (factum::is_server_location(db.string())) {
     throw std::runtime_error(factum::samples::no_delete_on_server("factum-bank", db, events));
   }
   for (const char* suffix : {"", "-wal", "-shm"}) {

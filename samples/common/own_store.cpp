@@ -54,8 +54,8 @@ std::optional<std::string> foreign_type(Sql& sql, const std::vector<std::string>
 }
 
 std::string refusal(const EventStore& store, const StoreOwner& owner, const std::string& why) {
-  return "'" + shown_location(store.path()) + "' is not a " + owner.program + " store: it holds " +
-         why + "; give " + owner.program + " a store of its own with --db";
+  return "'" + factum::shown_location(store.path().string()) + "' is not a " + owner.program +
+         " store: it holds " + why + "; give " + owner.program + " a store of its own with --db";
 }
 
 }  // namespace

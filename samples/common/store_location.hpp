@@ -1,10 +1,12 @@
 // samples/common/store_location.hpp — a sample's --db: the path of a store file, or a
 // PostgreSQL connection URI (postgresql://... or postgres://..., docs/postgres.md) whose
 // search_path schema holds the store. What only a file has (existence, deletion) goes through
-// these helpers, so each program treats a server sensibly:
+// these helpers, so each program treats a server sensibly; which of the two `db` is, and how a
+// message shows it, come from the library (factum/eventstore/location.hpp):
 //
 //   if (!factum::samples::store_exists(db)) throw ...;      // a file, or a store in the schema
-//   std::cout << factum::samples::shown_location(db);       // a URI's password masked
+//   if (factum::is_server_location(db.string())) ...;        // a URI, not a file
+//   std::cout << factum::shown_location(db.string());       // a URI's password masked
 //
 // Thread-safety: plain functions.
 #pragma once
@@ -15,13 +17,6 @@
 #include <string_view>
 
 namespace factum::samples {
-
-// True when `location` is a PostgreSQL URI rather than a file's path.
-bool is_server_uri(std::string_view location);
-
-// `location` for messages: a path unchanged, a URI without its password (user:***@host,
-// password=***).
-std::string shown_location(const std::filesystem::path& location);
 
 // A store file: whether the file exists. A URI: whether its schema holds a factum store,
 // found by opening it read-only (nothing is created or written); false too when the schema

@@ -34,7 +34,7 @@ factum::EventStore open_feed_store(const std::filesystem::path& db,
 // Opens the store of a command that needs one already (all but join and demo).
 factum::EventStore open_existing(const std::filesystem::path& db) {
   if (!factum::samples::store_exists(db)) {
-    throw FeedError("no feed store at '" + factum::samples::shown_location(db) +
+    throw FeedError("no feed store at '" + factum::shown_location(db.string()) +
                     "' (start one with `factum-feed demo` or `factum-feed join USER`)");
   }
   factum::StoreOptions options;
@@ -62,7 +62,7 @@ void prepare_demo_file(const std::filesystem::path& db, bool fresh) {
     events = store.head_position();
   }
   if (events == 0) return;
-  if (factum::samples::is_server_uri(db.string())) {
+  if (factum::is_server_location(db.string())) {
     throw FeedError(factum::samples::no_delete_on_server("factum-feed", db, events));
   }
   if (!fresh) {
@@ -80,7 +80,7 @@ void print_demo_summary(std::ostream& out, const DemoSummary& s, const DemoOptio
       << " undone), " << s.posts << " posts and " << s.likes << " likes (" << s.delayed
       << " logged late) over " << o.days << " days up to " << format_time(o.end)
       << " UTC: " << store.head_position() << " events in "
-      << factum::samples::shown_location(store.path()) << ", in " << elapsed << " s.\n\n";
+      << factum::shown_location(store.path().string()) << ", in " << elapsed << " s.\n\n";
 }
 
 }  // namespace

@@ -211,7 +211,7 @@ void print_search(const CommandLine& line, std::ostream& out) {
 
 factum::EventStore open_store(const std::filesystem::path& db, bool create) {
   if (!create && !factum::samples::store_exists(db)) {
-    throw Error("no store at " + factum::samples::shown_location(db) +
+    throw Error("no store at " + factum::shown_location(db.string()) +
                 " (place an order or run the demo first)");
   }
   factum::EventStore store = factum::EventStore::open(db);

@@ -266,8 +266,8 @@ void print_compensation(const OrderService& service, const std::vector<Plan>& pl
 
 // `db` as a shell word: a URI (with '?', '&') quoted, its password masked; a path as it is.
 std::string shell_word(const std::filesystem::path& db) {
-  if (!factum::samples::is_server_uri(db.string())) return db.string();
-  return "'" + factum::samples::shown_location(db) + "'";
+  if (!factum::is_server_location(db.string())) return db.string();
+  return "'" + factum::shown_location(db.string()) + "'";
 }
 
 }  // namespace
@@ -312,14 +312,14 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
       head = existing.head_position();
     }
     // On a server the demo wants a schema without events: it never drops tables there.
-    if (head > 0 && factum::samples::is_server_uri(line.db.string())) {
+    if (head > 0 && factum::is_server_location(line.db.string())) {
       throw Error(factum::samples::no_delete_on_server("factum-orders", line.db, head));
     }
     if (head > 0 && !line.fresh) {
       throw Error(line.db.string() + " holds " + std::to_string(head) +
                   " events already: use --fresh to replace it, or another --db");
     }
-    if (!factum::samples::is_server_uri(line.db.string())) {
+    if (!factum::is_server_location(line.db.string())) {
       for (const char* suffix : {"", "-wal", "-shm"}) {
         std::filesystem::remove(line.db.string() + suffix);
       }
@@ -329,7 +329,7 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
   options.durability = factum::Durability::normal;  // a demo: speed over power-cut safety
   factum::EventStore store = factum::EventStore::open(line.db, options);
   out << "factum-orders demo: a day of a small shop, written to "
-      << factum::samples::shown_location(line.db) << "\n";
+      << factum::shown_location(line.db.string()) << "\n";
   run_demo(store, {line.demo_orders, line.seed}, out);
   out << "  explore: factum-orders --db " << shell_word(line.db)
       << " show o-1 | board | inventory | outbox | search TEXT\n";

@@ -43,6 +43,7 @@
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/expected_version.hpp"
+#include "factum/eventstore/location.hpp"
 #include "factum/eventstore/postgres_options.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
