@@ -21,6 +21,32 @@ struct HookScope {
   ~HookScope() { detail::set_after_batch_read({}); }
 };
 
+// After every batch read of the projection "fold", appends one event through `other` (another
+// connection), until `feeding` is false or kCap events: the waits the tests check returned only
+// at kCap before a batch read to the end finished inside the write lock.
+struct Feeder {
+  static constexpr int kCap = 200;
+  explicit Feeder(EventStore& other) {
+    detail::set_after_batch_read([this, &other](const std::string& projection) {
+      if (projection != "fold" || !feeding || appended >= kCap) return;
+      try {
+        other.append("other-1", ExpectedVersion::any(),
+                     make_event("test.Happened", std::to_string(1000 + appended)));
+        ++appended;
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+  }
+  ~Feeder() { detail::set_after_batch_read({}); }
+  Feeder(const Feeder&) = delete;
+  Feeder& operator=(const Feeder&) = delete;
+
+  std::atomic<int> appended{0};
+  std::atomic<bool> feeding{true};
+  std::string error;
+};
+
 }  // namespace
 
 TEST_SUITE_BEGIN("projection engine");
@@ -100,34 +126,20 @@ TEST_CASE("an inline add() returns although another writer appends after every b
   TempStore t;
   append_numbers(t.store, 20);
   EventStore other = EventStore::open(t.path, TempStore::fast_options());
-  constexpr int kCap = 200;  // the hook stops here: without the fix add() returned only then
-  std::atomic<int> appended{0};
-  std::atomic<bool> feeding{true};
-  std::string error;
-  HookScope scope;
-  detail::set_after_batch_read([&](const std::string& projection) {
-    if (projection != "fold" || !feeding || appended >= kCap) return;
-    try {
-      other.append("other-1", ExpectedVersion::any(),
-                   make_event("test.Happened", std::to_string(1000 + appended)));
-      ++appended;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
+  Feeder feed(other);
   ProjectionEngine engine(t.store);
   auto fold = std::make_shared<Fold>();
   engine.add(fold, {.mode = ProjectionMode::inline_append,
                     .batch_size = 8,
                     .poll_interval = std::chrono::milliseconds(10)});
-  const int during_add = appended.load();
-  feeding = false;
-  CHECK(error.empty());
+  const int during_add = feed.appended.load();
+  feed.feeding = false;
+  CHECK(feed.error.empty());
   // Three batches read the 20 events, each overtaken by an append; the third reached the end
   // and read the event appended after it inside the write lock. (Each append wakes the
   // projection's thread again, and it feeds itself until the test stops the hook.)
   CHECK(during_add >= 3);
-  CHECK(during_add < kCap);
+  CHECK(during_add < Feeder::kCap);
   // Live: once the thread has applied the last fed event, an append through this store is
   // applied in its own transaction.
   REQUIRE(engine.wait_for("fold", t.store.head_position(), kWait));
@@ -147,28 +159,14 @@ TEST_CASE("a rebuild is swapped in although another writer appends after every b
   REQUIRE(engine.wait_for("fold", 20, kWait));
   const std::uint64_t generation = engine.status("fold").generation;
 
-  constexpr int kCap = 200;
-  std::atomic<int> appended{0};
-  std::atomic<bool> feeding{true};
-  std::string error;
-  HookScope scope;
-  detail::set_after_batch_read([&](const std::string& projection) {
-    if (projection != "fold" || !feeding || appended >= kCap) return;
-    try {
-      other.append("other-1", ExpectedVersion::any(),
-                   make_event("test.Happened", std::to_string(1000 + appended)));
-      ++appended;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
+  Feeder feed(other);
   engine.rebuild("fold");
   REQUIRE(eventually([&] { return engine.status("fold").generation > generation; }));
-  const int before_swap = appended.load();
-  feeding = false;
-  CHECK(error.empty());
+  const int before_swap = feed.appended.load();
+  feed.feeding = false;
+  CHECK(feed.error.empty());
   // The swap came with the batch that read to the end, not after the hook gave up.
-  CHECK(before_swap < kCap);
+  CHECK(before_swap < Feeder::kCap);
   REQUIRE(engine.wait_for("fold", t.store.head_position(), kWait));
   CHECK(read_model(t.store) == fold_log(t.store));
 }
