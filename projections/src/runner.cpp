@@ -480,14 +480,16 @@ bool ProjectionRunner::store_batch(bool rebuild) {
       return;
     }
     ProjectionContext ctx(&sql, name_, rebuild ? row.rebuild_generation : row.generation);
-    end = read_end;
-    if (careful) {
-      end = apply_careful(&sql, ctx, batch_, end, row);
-    } else {
-      apply_fast(ctx, batch_);
-    }
+    // Applies `events`, read up to `through`; returns where the batch ends (before a failing
+    // event that stops the projection).
+    const auto apply = [&](std::span<const RecordedEvent> events, Position through) {
+      if (careful) return apply_careful(&sql, ctx, events, through, row);
+      apply_fast(ctx, events);
+      return through;
+    };
+    end = apply(batch_, read_end);
     // Reaching the end of a range is not enough: check the head inside the write lock.
-    Position head = store_.head_position();
+    const Position head = store_.head_position();
     if (at_end && end == read_end && end < head && head - end <= kFinishInLock &&
         row.state != ProjectionState::failed) {
       // Appends committed between the read and the lock. Read them now, inside it, where the
@@ -504,14 +506,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
         throw;
       }
       read_end = follower.position();
-      const std::span<const RecordedEvent> rest = std::span(batch_).subspan(from);
-      if (careful) {
-        end = apply_careful(&sql, ctx, rest, read_end, row);
-      } else {
-        apply_fast(ctx, rest);
-        end = read_end;
-      }
-      head = store_.head_position();
+      end = apply(std::span<const RecordedEvent>(batch_).subspan(from), read_end);
     }
     if (end != saved) save_position(sql, checkpoint, end);
     const bool caught_up = row.state != ProjectionState::failed && at_end && end >= head;
