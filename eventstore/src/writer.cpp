@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
-#include <limits>
 #include <string>
 
 #include "rows.hpp"
@@ -96,7 +95,7 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       rollback_to_(db_, "ROLLBACK TO factum_append"),
       seal_(db_, ("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str()),
       cache_(db_),
-      max_group_size_(std::max<std::size_t>(1, options.max_group_size)) {}
+      group_commit_(options.max_group_size) {}
 
 std::vector<AppendResult> Writer::write(std::span<const AppendView> appends, AppendSink& sink,
                                         const AppendHook* hook) {
@@ -111,99 +110,20 @@ std::vector<AppendResult> Writer::write(std::span<const AppendView> appends, App
 void Writer::write_sql(const std::function<void(Sql&)>& fn) {
   Pending self;
   self.custom = &fn;
+  self.alone = true;
   enqueue(self);
 }
 
-// Queues `self`; the caller at the front leads: it commits the queued appends (up to the
-// group limit; a write_sql always runs alone) and wakes their callers. Rethrows self's error.
-//
-// Each caller sleeps on its own mutex and condition variable, and the leader wakes them after
-// releasing the queue's mutex: a woken caller does not run into the queue's lock (held while
-// the leader wakes the others) and go back to sleep on it. The leader touches a Pending only
-// under that Pending's mutex, so its owner returns (and destroys it) only after the last touch.
+// Queues `self` for group commit (a write_sql runs alone) and rethrows its error.
 void Writer::enqueue(Pending& self) {
-  bool lead = false;
-  {
-    MutexLock lock(mu_);
-    queue_.push_back(&self);
-    lead = !leading_;
-    leading_ = true;
-    // A leader waiting for its group to fill (gather) is woken once enough callers queued.
-    if (!lead && queue_.size() >= gather_until_) gather_cv_.notify_one();
-  }
-  if (!lead) {
-    MutexLock lock(self.mu);
-    while (self.turn == Turn::wait) self.cv.wait(lock);
-    lead = self.turn == Turn::lead;
-  }
-  if (lead) run_turn(self);
-  if (self.error) std::rethrow_exception(self.error);
-}
-
-// The leader's turn: gathers a group, commits it, hands each caller its outcome, and passes
-// the lead to the next caller in the queue.
-void Writer::run_turn(Pending& self) {
-  MutexLock lock(mu_);
-  if (self.custom == nullptr) gather(lock);
-  std::size_t n = 1;
-  if (self.custom == nullptr) {
-    while (n < queue_.size() && n < max_group_size_ && queue_[n]->custom == nullptr) ++n;
-  }
-  // Only the leader uses group_, and only one caller leads at a time (leading_).
-  group_.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-  lock.unlock();
-  const auto start = std::chrono::steady_clock::now();
-  if (self.custom != nullptr) {
-    run_custom(self);
-  } else {
-    commit_group(group_);
-  }
-  const auto took = std::chrono::steady_clock::now() - start;
-  lock.lock();
-  if (self.custom == nullptr) {
-    last_group_ = n;
-    last_commit_ = took;
-  }
-  for (std::size_t i = 0; i < n; ++i) queue_.pop_front();
-  lock.unlock();
-  for (Pending* p : group_) {
-    if (p == &self) continue;
-    MutexLock done(p->mu);
-    p->turn = Turn::done;
-    p->cv.notify_one();
-  }
-  // Hand the lead on (still leading_: no caller queued meanwhile has taken it), or give it up.
-  lock.lock();
-  Pending* next = queue_.empty() ? nullptr : queue_.front();
-  leading_ = next != nullptr;
-  lock.unlock();
-  if (next != nullptr) {
-    MutexLock lead(next->mu);
-    next->turn = Turn::lead;
-    next->cv.notify_one();
-  }
-}
-
-// Group commit's bounded wait (PostgreSQL's commit_delay, made adaptive). The callers of the
-// last group are woken together when it commits; they come back one by one, and the first one
-// would lead a group of one or two while the rest queue behind a whole commit (an fsync under
-// Durability::full): groups alternate between tiny and large. So a leader whose queue is shorter
-// than the last group waits, for at most half the time the last commit took, until as many
-// callers queued as were in the last group. A lone writer (last group of 1) never waits; when
-// callers stop coming, one wait runs out and the next group's size sets the next goal.
-void Writer::gather(MutexLock& lock) {
-  const std::size_t want = std::min(last_group_, max_group_size_);
-  if (queue_.size() >= want) return;
-  const auto budget = std::min<std::chrono::steady_clock::duration>(last_commit_ / 2,
-                                                                    std::chrono::milliseconds(10));
-  const auto deadline = std::chrono::steady_clock::now() + budget;
-  gather_until_ = want;
-  while (queue_.size() < want) {
-    if (!gather_cv_.wait_until(lock, deadline) && std::chrono::steady_clock::now() >= deadline) {
-      break;
+  group_commit_.enqueue(self, [this](std::span<Pending* const> group) {
+    if (group.front()->alone) {
+      run_custom(*group.front());
+    } else {
+      commit_group(group);
     }
-  }
-  gather_until_ = std::numeric_limits<std::size_t>::max();
+  });
+  if (self.error) std::rethrow_exception(self.error);
 }
 
 // The write transaction of one writer turn: BEGIN IMMEDIATE when made (waiting up to

@@ -1,19 +1,12 @@
 // The one writer of a process: owns the write connection and commits concurrent appends
-// together (group commit), LevelDB-style: callers queue up; the caller at the front becomes
-// the leader, commits the whole queue in one transaction (one fsync), and wakes the others.
-// No extra thread: the leader's own thread does the work.
+// together (group commit, group_commit.hpp): one transaction and one fsync per group.
 //
 // Thread-safety: write() may be called from any thread.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <filesystem>
-#include <limits>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -21,6 +14,7 @@
 
 #include "factum/detail/mutex.hpp"
 #include "factum/eventstore/event_store.hpp"
+#include "group_commit.hpp"
 #include "hash_chain.hpp"
 #include "sql_handle.hpp"
 #include "sqlite.hpp"
@@ -45,8 +39,7 @@ class Writer {
   void write_sql(const std::function<void(Sql&)>& fn);
 
  private:
-  enum class Turn { wait, lead, done };
-  struct Pending {
+  struct Pending : GroupCaller {
     std::span<const AppendView> appends;
     AppendSink* sink = nullptr;
     const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
@@ -55,10 +48,6 @@ class Writer {
     // Outcome notices registered by its on_appending slots (AppendTransaction::on_outcome).
     std::vector<std::function<void(AppendOutcome)>> notices;
     std::exception_ptr error;
-    // Whose turn: set by the leader that commits this append or passes the lead to it.
-    Mutex mu;
-    CondVar cv;
-    Turn turn FACTUM_GUARDED_BY(mu) = Turn::wait;
   };
   struct Tail {
     Position position = 0;
@@ -68,9 +57,7 @@ class Writer {
   class Transaction;
   class Savepoint;
 
-  void enqueue(Pending& self) FACTUM_EXCLUDES(mu_);
-  void run_turn(Pending& self) FACTUM_EXCLUDES(mu_);
-  void gather(MutexLock& lock) FACTUM_REQUIRES(mu_);
+  void enqueue(Pending& self);
   void commit_group(std::span<Pending* const> group) noexcept;
   // Records `error` as p's, forgets its results and tells its slots it was rolled back.
   static void fail(Pending& p, std::exception_ptr error) noexcept;
@@ -115,18 +102,7 @@ class Writer {
   Statement seal_;  // rewrites the application id: a write that changes nothing
   ChainHasher hasher_;
   StatementCache cache_;
-  std::size_t max_group_size_;
-
-  Mutex mu_;
-  std::deque<Pending*> queue_ FACTUM_GUARDED_BY(mu_);
-  // Group commit's pacing (see gather()): the size and duration of the last group's commit,
-  // and the queue length at which a gathering leader is woken (max: none is gathering).
-  std::size_t last_group_ FACTUM_GUARDED_BY(mu_) = 1;
-  std::chrono::steady_clock::duration last_commit_ FACTUM_GUARDED_BY(mu_){};
-  std::size_t gather_until_ FACTUM_GUARDED_BY(mu_) = std::numeric_limits<std::size_t>::max();
-  CondVar gather_cv_;
-  bool leading_ FACTUM_GUARDED_BY(mu_) = false;  // a caller leads (from enqueue to hand-off)
-  std::vector<Pending*> group_;                  // the leader's group (only the leader uses it)
+  GroupCommit<Pending> group_commit_;
 };
 
 }  // namespace factum::detail
