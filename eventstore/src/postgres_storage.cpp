@@ -23,7 +23,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -38,6 +37,7 @@
 #include <utility>
 
 #include "factum/eventstore/location.hpp"
+#include "group_commit.hpp"
 #include "hash_chain.hpp"
 #include "postgres_target.hpp"
 #include "rows.hpp"
@@ -376,8 +376,10 @@ class Pipeline {
   }
 
   // Sends the statements' sync and returns their results in order (one per send). Throws
-  // (after reading every answer) the error of the first statement that failed.
-  std::vector<PgResult> run(std::string_view doing) {
+  // (after reading every answer) the error of the first statement that failed; when `failed`
+  // is not null and the connection is sound, moves that statement's result there instead and
+  // returns the results (the transaction is then aborted: roll it back).
+  std::vector<PgResult> run(std::string_view doing, PgResult* failed = nullptr) {
     std::vector<PgResult> out;
     if (!active_) return out;
     if (PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
@@ -404,7 +406,10 @@ class Pipeline {
     }
     preparing_.clear();
     if (PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
-    if (error.get() != nullptr) c_.fail(error.get(), doing);
+    if (error.get() != nullptr) {
+      if (failed == nullptr || !c_.ok()) c_.fail(error.get(), doing);
+      *failed = std::move(error);
+    }
     return out;
   }
 
@@ -995,7 +1000,7 @@ struct Tail {
   Hash hash{};
 };
 
-struct Pending {
+struct Pending : GroupCaller {
   std::span<const AppendView> appends;
   AppendSink* sink = nullptr;
   const AppendHook* hook = nullptr;
@@ -1003,7 +1008,6 @@ struct Pending {
   std::vector<AppendResult> results;
   std::exception_ptr error;
   std::vector<std::function<void(AppendOutcome)>> notices;
-  bool done = false;
 };
 
 bool same_optional_id(const PgResult& r, int row, int col, const std::optional<EventId>& want) {
@@ -1019,7 +1023,10 @@ bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
 class PgWriter {
  public:
   PgWriter(std::shared_ptr<const PgTarget> target, StoreOptions options, std::string channel)
-      : target_(std::move(target)), options_(std::move(options)), channel_(std::move(channel)) {}
+      : target_(std::move(target)),
+        options_(std::move(options)),
+        channel_(std::move(channel)),
+        group_commit_(std::min(options_.max_group_size, kMaxGroup)) {}
 
   std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
                                   const AppendHook* hook) {
@@ -1034,44 +1041,23 @@ class PgWriter {
   void write_sql(const std::function<void(Sql&)>& fn) {
     Pending self;
     self.custom = &fn;
+    self.alone = true;
     enqueue(self);
   }
 
  private:
   class HookTransaction;
 
-  // The first caller without a leader leads: it takes the queue's front (a write_sql alone, or
-  // up to kMaxGroup appends), commits it, and wakes the callers it served.
+  // Queues `self` for group commit (group_commit.hpp; a write_sql runs alone) and rethrows
+  // its error.
   void enqueue(Pending& self) {
-    std::unique_lock lock(mu_);
-    queue_.push_back(&self);
-    while (!self.done) {
-      if (leading_) {
-        cv_.wait(lock);
-        continue;
-      }
-      leading_ = true;
-      std::vector<Pending*> group;
-      if (queue_.front()->custom != nullptr) {
-        group.push_back(queue_.front());
-        queue_.pop_front();
-      } else {
-        while (!queue_.empty() && queue_.front()->custom == nullptr && group.size() < kMaxGroup) {
-          group.push_back(queue_.front());
-          queue_.pop_front();
-        }
-      }
-      lock.unlock();
-      if (group.front()->custom != nullptr) {
+    group_commit_.enqueue(self, [this](std::span<Pending* const> group) {
+      if (group.front()->alone) {
         run_custom(*group.front());
       } else {
         commit_group(group);
       }
-      lock.lock();
-      for (Pending* p : group) p->done = true;
-      leading_ = false;
-      cv_.notify_all();
-    }
+    });
     if (self.error) std::rethrow_exception(self.error);
   }
 
@@ -1090,6 +1076,7 @@ class PgWriter {
   }
 
   void run_custom(Pending& p) noexcept {
+    cache_.valid = false;  // the SQL may write anything
     try {
       PgConn& c = conn();
       c.exec("BEGIN", "starting a transaction");
@@ -1156,22 +1143,101 @@ class PgWriter {
     std::map<EventId, Stored> ids;
   };
 
-  // The group's transaction, in two round trips when no append needs more: (1) BEGIN, the
-  // ordering lock, and what the appends need to know (Known); then each append is decided here,
-  // its inserts queued; (2) the inserts, the head's move and COMMIT. An append that needs the
-  // log as earlier appends of the group left it (the same stream or ids), a retry (its first id
-  // is stored), or one with on_appending slots, runs step by step instead (apply), under a
-  // savepoint when the group has several appends, after the queued inserts are flushed.
+  // The inserts of decided appends, sent together: the new streams' rows first, then the
+  // events of every append in multi-row INSERTs of at most kRowsPerInsert rows (each row names
+  // its stream: its key is looked up by the INSERT, as a new stream's row has none yet).
+  class Batch {
+   public:
+    void add_stream(std::string_view stream) {
+      streams_.emplace_back().text(stream).text(category_of(stream));
+    }
+    // The parameters of one more event row, to be filled with kRowParams values.
+    Params& add_row() {
+      if (rows_.empty() || rows_.back().count == kRowsPerInsert) rows_.emplace_back();
+      ++rows_.back().count;
+      return rows_.back().params;
+    }
+    bool empty() const noexcept { return streams_.empty() && rows_.empty(); }
+    // Sends the statements to `q` and empties the batch.
+    void send(Pipeline& q) {
+      for (const Params& stream : streams_) {
+        q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
+      }
+      for (const Rows& rows : rows_) q.send(insert_sql(rows.count), rows.params);
+      streams_.clear();
+      rows_.clear();
+    }
+
+   private:
+    static constexpr std::size_t kRowParams = 14;
+    static constexpr std::size_t kRowsPerInsert = 1000;  // 14,000 of the 65,535 parameters
+    struct Rows {
+      Params params;
+      std::size_t count = 0;
+    };
+    static std::string insert_sql(std::size_t rows) {
+      std::string sql =
+          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+          "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = "
+          "v.s), v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
+      std::size_t n = 0;
+      for (std::size_t row = 0; row < rows; ++row) {
+        sql += row == 0 ? "(" : ", (";
+        for (std::size_t k = 0; k < kRowParams; ++k) {
+          sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
+        }
+        sql += ")";
+      }
+      sql += ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
+      return sql;
+    }
+    std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
+    std::deque<Rows> rows_;
+  };
+
+  // What this writer knows of the log as its last commit (or look-up) left it: exact while
+  // factum_store.commits still has the value read then, since every write of every process
+  // moves that counter (under the head row's lock).
+  struct Cache {
+    bool valid = false;
+    std::int64_t commits = 0;
+    Tail tail;
+    std::map<std::string, Known::Stream, std::less<>> streams;  // versions of stored streams
+  };
+  static constexpr std::size_t kMaxCachedStreams = 100000;
+
+  // The group's transaction. First, when this writer's cache knows every stream of the group,
+  // in one round trip (speculate); else, or when that finds the cache stale, in two round trips
+  // when no append needs more: (1) BEGIN, the ordering lock, and what the appends need to know
+  // (Known); then each append is decided here, its inserts queued; (2) the inserts, the head's
+  // move and COMMIT. An append that needs the log as earlier appends of the group left it (the
+  // same stream or ids), a retry (its first id is stored), or one with on_appending slots, runs
+  // step by step instead (apply), under a savepoint when the group has several appends, after
+  // the queued inserts are flushed.
   void commit_group(std::span<Pending* const> group) noexcept {
     const bool savepoints = group.size() > 1;
     const std::int64_t now = now_us();
+    Cache next;                            // the cache if this transaction commits
+    Versions decided;                      // what the decided appends leave
+    std::vector<std::string_view> forget;  // streams appended step by step
     try {
       PgConn& c = conn();
       try {
+        if (speculate(c, group, now)) {
+          for (Pending* p : group) notify(*p, AppendOutcome::committed);
+          return;
+        }
         Known known;
-        Tail tail = begin_group(c, group, known);
+        Tail tail = begin_group(c, group, known, next.commits);
+        if (cache_.valid && cache_.commits == next.commits)
+          next.streams = std::move(cache_.streams);
+        cache_.valid = false;
+        if (next.streams.size() + known.streams.size() > kMaxCachedStreams) next.streams.clear();
+        for (const auto& [id, stream] : known.streams) next.streams[id] = stream;
         const Position start = tail.position;
         Pipeline queued(c);
+        Batch batch;                                 // decided appends' inserts, not yet sent
         std::set<std::string, std::less<>> touched;  // streams appended in this group
         std::set<EventId> written;                   // ids appended in this group
         bool stepwise = false;  // once an append ran step by step, Known is stale: all do
@@ -1184,13 +1250,17 @@ class PgWriter {
           }
           if (!stepwise) {
             try {
-              decide(*p, known, queued, tail, now);
+              decide(*p, known, batch, tail, now);
+              remember(*p, decided);
             } catch (...) {
               fail(*p, std::current_exception());
               tail = before;
             }
             continue;
           }
+          // What a step-by-step append did (a retry, slots that write) is not cached.
+          for (const AppendView& a : p->appends) forget.push_back(a.stream);
+          batch.send(queued);
           queued.run("appending events");
           if (savepoints) c.exec("SAVEPOINT factum_append", "appending");
           try {
@@ -1204,6 +1274,7 @@ class PgWriter {
                    "undoing a failed append");
           }
         }
+        batch.send(queued);
         if (tail.position != start) {
           Params head;
           head.i64(static_cast<std::int64_t>(tail.position))
@@ -1212,19 +1283,29 @@ class PgWriter {
           queued.send(
               "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, "
               "commits = commits + 1 WHERE id = 1 RETURNING commits) "
-              "SELECT pg_notify($3, commits::text) FROM u",
+              "SELECT pg_notify($3, commits::text), commits FROM u",
               head);
         }
         queued.send("COMMIT", Params());
+        std::vector<PgResult> r;
         try {
-          queued.run("committing appends");
+          r = queued.run("committing appends");
         } catch (const StorageError&) {
           if (c.ok()) throw;
-          throw StorageError(StorageError::Kind::io,
-                             "factum: the connection to '" + target_->shown +
-                                 "' broke during COMMIT: the append's outcome is unknown; "
-                                 "retry the same batch (retries are idempotent)");
+          throw unknown_outcome();
         }
+        // Committed. The cache is kept when the head row's answer is sound.
+        next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
+                                                r[r.size() - 2].int64(0, 1, next.commits));
+        next.tail = tail;
+        for (const auto& [stream, version] : decided)
+          next.streams[std::string(stream)].version = version;
+        for (std::string_view stream : forget) {
+          if (const auto it = next.streams.find(stream); it != next.streams.end()) {
+            next.streams.erase(it);
+          }
+        }
+        cache_ = std::move(next);
       } catch (...) {
         c.rollback();
         throw;
@@ -1240,8 +1321,106 @@ class PgWriter {
     }
   }
 
-  // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head.
-  Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known) {
+  StorageError unknown_outcome() const {
+    return StorageError(StorageError::Kind::io,
+                        "factum: the connection to '" + target_->shown +
+                            "' broke during COMMIT: the append's outcome is unknown; "
+                            "retry the same batch (retries are idempotent)");
+  }
+
+  // Stream versions that decided appends leave (streams are the appends' own strings).
+  using Versions = std::vector<std::pair<std::string_view, StreamVersion>>;
+
+  // Adds to `out` the stream versions that p's appends (decided, not yet committed) leave.
+  static void remember(const Pending& p, Versions& out) {
+    for (std::size_t i = 0; i < p.appends.size() && i < p.results.size(); ++i) {
+      out.emplace_back(p.appends[i].stream, p.results[i].stream_version);
+    }
+  }
+
+  // The group in one round trip, when the cache knows each of its streams and each append could
+  // be decided from it (no slots, no compensations, each stream once), as one implicit
+  // transaction: a guard that moves the head only if factum_store.commits is still the cached
+  // value and divides by zero otherwise (the UPDATE waits for the head row's lock, and re-reads
+  // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored id (a retry, a
+  // duplicate: the unique indexes refuse it) aborts the transaction: then nothing of the group
+  // is stored, the cache is dropped, and false sends the group the careful way. A broken
+  // connection throws (the outcome is unknown only if it broke after the statements were sent).
+  bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now) {
+    if (!cache_.valid) return false;
+    Known known;
+    for (const Pending* p : group) {
+      if (p->hook != nullptr) return false;
+      for (const AppendView& a : p->appends) {
+        const auto it = cache_.streams.find(a.stream);
+        if (it == cache_.streams.end() || !a.expected.matches(it->second.version) ||
+            !known.streams.emplace(it->first, it->second).second) {
+          return false;
+        }
+        for (const EventData& e : a.events) {
+          if (e.metadata.compensates) return false;
+        }
+      }
+    }
+    Versions decided;
+    Tail tail = cache_.tail;
+    Batch batch;
+    try {
+      for (Pending* p : group) {
+        decide(*p, known, batch, tail, now);
+        remember(*p, decided);
+      }
+    } catch (...) {
+      for (Pending* p : group) reset(*p);
+      return false;  // the careful way reports it
+    }
+    // No BEGIN and COMMIT: the statements before a pipeline's sync run in one implicit
+    // transaction, committed at the sync, rolled back whole when one of them fails.
+    Pipeline q(c);
+    Params guard;
+    guard.i64(cache_.commits)
+        .i64(static_cast<std::int64_t>(tail.position))
+        .bytes(tail.hash.data(), tail.hash.size())
+        .text(channel_);
+    q.send(
+        "WITH u AS (UPDATE factum_store SET position = $2, hash = $3, commits = commits + 1 "
+        "WHERE id = 1 AND commits = $1 RETURNING commits) "
+        "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
+        guard);
+    batch.send(q);
+    PgResult failed;
+    std::vector<PgResult> r;
+    try {
+      r = q.run("committing appends", &failed);
+    } catch (const StorageError&) {
+      if (c.ok()) throw;
+      throw unknown_outcome();
+    }
+    if (failed.get() != nullptr) {
+      const char* state = PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
+      const std::string_view code = state != nullptr ? state : "";
+      c.rollback();
+      cache_.valid = false;
+      for (Pending* p : group) reset(*p);
+      if (code == "22012" || code == "23505") return false;  // stale cache, stored id
+      c.fail(failed.get(), "appending events");
+    }
+    std::int64_t commits = 0;
+    if (r.empty() || r[0].rows() != 1 || !r[0].int64(0, 2, commits)) {
+      cache_.valid = false;  // committed, but the head's answer is malformed
+      return true;
+    }
+    cache_.commits = commits;
+    cache_.tail = tail;
+    for (const auto& [stream, version] : decided)
+      cache_.streams.find(stream)->second.version = version;
+    return true;
+  }
+
+  // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head, and
+  // factum_store.commits in `commits`.
+  Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known,
+                   std::int64_t& commits) {
     std::string streams;
     std::string ids;
     static constexpr char kHex[] = "0123456789abcdef";
@@ -1264,7 +1443,8 @@ class PgWriter {
     }
     Pipeline first(c);
     first.send("BEGIN", Params());
-    first.send("SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE", Params());
+    first.send("SELECT position, hash, commits FROM factum_store WHERE id = 1 FOR UPDATE",
+               Params());
     Params stream_params;
     stream_params.own(std::move(streams));
     first.send(
@@ -1281,6 +1461,7 @@ class PgWriter {
         id_params);
     const std::vector<PgResult> r = first.run("locking the log's head");
     const Tail tail = head_row(r[1]);
+    if (!r[1].int64(0, 2, commits)) bad_head();
     for (int i = 0; i < r[2].rows(); ++i) {
       known.streams[std::string(r[2].text(i, 0))] = {
           r[2].int64_or(i, 1, 0), static_cast<StreamVersion>(r[2].int64_or(i, 2, 0))};
@@ -1310,14 +1491,10 @@ class PgWriter {
     return true;
   }
 
-  // Decides `p` as apply would, from `known`, and queues its inserts. Throws what apply throws;
-  // then nothing of `p` is queued.
-  void decide(Pending& p, const Known& known, Pipeline& queued, Tail& tail, std::int64_t now) {
-    std::vector<AppendResult> results;
-    std::deque<std::pair<std::string, Params>> statements;  // a deque: nothing moves
-    std::vector<RecordedEvent> copies;
-    std::vector<RecordedEvent>* committed = p.sink->events != nullptr ? &copies : nullptr;
-    Tail t = tail;
+  // Decides `p` as apply would, from `known`, and adds its inserts to `out`. Throws what apply
+  // throws; then nothing of `p` is added.
+  void decide(Pending& p, const Known& known, Batch& out, Tail& tail, std::int64_t now) {
+    // Every check first, so that nothing of `p` is added to `out` when one fails.
     for (const AppendView& a : p.appends) {
       const auto stream = known.streams.find(a.stream);
       const StreamVersion current = stream != known.streams.end() ? stream->second.version : 0;
@@ -1328,25 +1505,6 @@ class PgWriter {
         }
         throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
       }
-      if (stream == known.streams.end()) {
-        Params np;
-        np.text(a.stream).text(category_of(a.stream));
-        statements.emplace_back("INSERT INTO streams (stream_id, category) VALUES ($1, $2)",
-                                std::move(np));
-      }
-      AppendResult result;
-      result.first_position = t.position + 1;
-      StreamVersion version = current;
-      Params rows;
-      rows.text(a.stream);
-      // The stream's key by a subquery: the stream row may be inserted by the statement before
-      // (a missing row would be a NULL key, which the table refuses).
-      std::string sql =
-          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
-          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-          "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = $1), "
-          "v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
-      int n = 1;
       for (std::size_t i = 0; i < a.events.size(); ++i) {
         const EventData& e = a.events[i];
         if (const auto stored = known.ids.find(e.id); stored != known.ids.end()) {
@@ -1364,28 +1522,34 @@ class PgWriter {
                                   ", which is not an event of that stream");
           }
         }
+      }
+    }
+    std::vector<AppendResult> results;
+    results.reserve(p.appends.size());
+    std::vector<RecordedEvent>* committed = p.sink->events;
+    Tail t = tail;
+    for (const AppendView& a : p.appends) {
+      const auto stream = known.streams.find(a.stream);
+      StreamVersion version = stream != known.streams.end() ? stream->second.version : 0;
+      if (stream == known.streams.end()) out.add_stream(a.stream);
+      AppendResult result;
+      result.first_position = t.position + 1;
+      for (const EventData& e : a.events) {
         const EventFields f = event_fields(a.stream, e, t.position + 1, ++version, now);
         const Hash hash = hasher_(t.hash, f);
-        rows.i64(static_cast<std::int64_t>(f.position))
+        Params& row = out.add_row();
+        row.text(a.stream)
+            .i64(static_cast<std::int64_t>(f.position))
             .i64(static_cast<std::int64_t>(f.stream_version));
-        add_columns(rows, e, now, hash);
-        sql += i == 0 ? "(" : ", (";
-        for (int k = 0; k < 13; ++k) sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
-        sql += ")";
+        add_columns(row, e, now, hash);
         if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
         t = {f.position, hash};
       }
-      sql += ") AS v(p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
-      statements.emplace_back(std::move(sql), std::move(rows));
       result.stream_version = version;
       result.last_position = t.position;
       results.push_back(result);
     }
-    for (const auto& [sql, params] : statements) queued.send(sql, params);
     p.results = std::move(results);
-    if (committed != nullptr) {
-      std::move(copies.begin(), copies.end(), std::back_inserter(*p.sink->events));
-    }
     if (t.position > tail.position) {
       p.sink->first_written = tail.position + 1;
       p.sink->last_written = t.position;
@@ -1399,13 +1563,15 @@ class PgWriter {
                               "is stored already in stream '" + where + "'");
   }
 
+  [[noreturn]] void bad_head() const {
+    throw StorageError(StorageError::Kind::corrupt,
+                       "factum: the store of '" + target_->shown +
+                           "' is damaged: its factum_store row is missing or malformed");
+  }
+
   Tail head_row(const PgResult& r) const {
     std::int64_t position = 0;
-    if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) {
-      throw StorageError(StorageError::Kind::corrupt,
-                         "factum: the store of '" + target_->shown +
-                             "' is damaged: its factum_store row is missing or malformed");
-    }
+    if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) bad_head();
     return {static_cast<Position>(position),
             hash_of(r.bytes(0, 1), static_cast<Position>(position))};
   }
@@ -1592,10 +1758,8 @@ class PgWriter {
   std::string channel_;
   std::unique_ptr<PgConn> conn_;  // the leader's (one leader at a time)
   ChainHasher hasher_;            // the leader's
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending*> queue_;
-  bool leading_ = false;
+  Cache cache_;                   // the leader's
+  GroupCommit<Pending> group_commit_;
 };
 
 // What an on_appending slot sees: the writer's connection, mid-transaction.

@@ -598,3 +598,57 @@ TEST_CASE("postgres: busy_timeout 0 fails an append at once while another holds 
   lock.release_after(raw, 0);
   CHECK(store.append("acct-1", ExpectedVersion::exact(1), make_events(1)).stream_version == 2);
 }
+
+// A writer remembers the streams it wrote and the head it left, and sends its next append in
+// one round trip guarded by the log's commit counter; whatever another writer did meanwhile,
+// the append is decided by the log as it is now.
+TEST_CASE("postgres: a writer whose remembered versions went stale appends by the log as it is") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  CHECK(a.append("acct-1", ExpectedVersion::no_stream(), make_events(1)).stream_version == 1);
+  CHECK(a.append("acct-1", ExpectedVersion::exact(1), make_events(1)).stream_version == 2);
+  // Behind a's back: b writes to a's stream and to another.
+  CHECK(b.append("acct-1", ExpectedVersion::exact(2), make_events(1)).stream_version == 3);
+  b.append("acct-2", ExpectedVersion::no_stream(), make_events(2));
+  // a remembers acct-1 at version 2: the log says 3.
+  try {
+    a.append("acct-1", ExpectedVersion::exact(2), make_events(1));
+    FAIL("appended by a stale version");
+  } catch (const ConcurrencyError& e) {
+    CHECK(e.actual_version() == 3);
+  }
+  CHECK(a.append("acct-1", ExpectedVersion::exact(3), make_events(1)) == AppendResult{4, 6, 6});
+  // Now b's memory is stale, and it expects nothing.
+  CHECK(b.append("acct-1", ExpectedVersion::any(), make_events(2)) == AppendResult{6, 7, 8});
+  CHECK(a.append("acct-2", ExpectedVersion::any(), make_events(1)) == AppendResult{3, 9, 9});
+  // A write through SQL (an import, a read model) in between.
+  b.write_sql([](Sql& sql) { sql.execute("CREATE TABLE IF NOT EXISTS side_note (n int)"); });
+  CHECK(a.append("acct-1", ExpectedVersion::exact(6), make_events(1)) == AppendResult{7, 10, 10});
+  const auto all = b.read_all().to_vector();
+  REQUIRE(all.size() == 10);
+  for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i].position == i + 1);
+  CHECK(b.stream_version("acct-1") == 7);
+  CHECK(a.verify().ok());
+}
+
+TEST_CASE("postgres: retries and stored ids are told apart after a remembered append") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  const auto batch = make_events(2, "r-");
+  const AppendResult first = a.append("acct-1", ExpectedVersion::any(), batch);
+  CHECK(first == AppendResult{2, 1, 2});
+  // The same batch again: a retry, answered with the first result; nothing is written.
+  CHECK(a.append("acct-1", ExpectedVersion::any(), batch) == first);
+  CHECK(a.head().position == 2);
+  // Another event under a stored id: refused, and nothing of its batch is stored.
+  auto clash = make_events(2, "c-");
+  clash[1].id = batch[0].id;
+  CHECK_THROWS_AS(a.append("acct-1", ExpectedVersion::any(), clash), DuplicateEventError);
+  CHECK(a.head().position == 2);
+  // Appends go on from the head as the retry left it.
+  const AppendResult next = a.append("acct-1", ExpectedVersion::exact(2), make_events(1));
+  CHECK(next == AppendResult{3, 3, 3});
+  CHECK(a.append("acct-1", ExpectedVersion::exact(3), make_events(1)).first_position == 4);
+  CHECK(a.verify().ok());
+}
