@@ -37,16 +37,16 @@ class GroupCommit {
   explicit GroupCommit(std::size_t max_group) : max_group_(std::max<std::size_t>(1, max_group)) {}
 
   // Queues `self` and returns once its group was committed (by self or another leader). The
-  // leader calls `commit(group)` on its own thread, with no lock held: `group` is `self` alone
-  // when self.alone, else up to max_group queued callers that are not alone, in queue order,
-  // self first. `commit` must not throw: it records each caller's outcome in the caller.
+  // leader runs the group on its own thread, with no lock held: `run_alone(self)` when
+  // self.alone, else `commit(group)` with up to max_group queued callers that are not alone, in
+  // queue order, self first. Neither may throw: they record each caller's outcome in the caller.
   //
   // Each caller sleeps on its own mutex and condition variable, and the leader wakes them after
   // releasing the queue's mutex: a woken caller does not run into the queue's lock (held while
   // the leader wakes the others) and go back to sleep on it. The leader touches a caller only
   // under that caller's mutex, so its owner returns (and destroys it) only after the last touch.
-  template <class Commit>
-  void enqueue(P& self, const Commit& commit) FACTUM_EXCLUDES(mu_) {
+  template <class RunAlone, class Commit>
+  void enqueue(P& self, const RunAlone& run_alone, const Commit& commit) FACTUM_EXCLUDES(mu_) {
     bool lead = false;
     {
       MutexLock lock(mu_);
@@ -61,14 +61,14 @@ class GroupCommit {
       while (self.turn == GroupCaller::Turn::wait) self.cv.wait(lock);
       lead = self.turn == GroupCaller::Turn::lead;
     }
-    if (lead) run_turn(self, commit);
+    if (lead) run_turn(self, run_alone, commit);
   }
 
  private:
   // The leader's turn: gathers a group, commits it, hands each caller its outcome, and passes
   // the lead to the next caller in the queue.
-  template <class Commit>
-  void run_turn(P& self, const Commit& commit) FACTUM_EXCLUDES(mu_) {
+  template <class RunAlone, class Commit>
+  void run_turn(P& self, const RunAlone& run_alone, const Commit& commit) FACTUM_EXCLUDES(mu_) {
     MutexLock lock(mu_);
     if (!self.alone) gather(lock);
     std::size_t n = 1;
@@ -79,7 +79,11 @@ class GroupCommit {
     group_.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    commit(std::span<P* const>(group_));
+    if (self.alone) {
+      run_alone(self);
+    } else {
+      commit(std::span<P* const>(group_));
+    }
     const auto took = std::chrono::steady_clock::now() - start;
     lock.lock();
     if (!self.alone) {

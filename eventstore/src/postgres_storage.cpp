@@ -1051,13 +1051,9 @@ class PgWriter {
   // Queues `self` for group commit (group_commit.hpp; a write_sql runs alone) and rethrows
   // its error.
   void enqueue(Pending& self) {
-    group_commit_.enqueue(self, [this](std::span<Pending* const> group) {
-      if (group.front()->alone) {
-        run_custom(*group.front());
-      } else {
-        commit_group(group);
-      }
-    });
+    group_commit_.enqueue(
+        self, [this](Pending& p) { run_custom(p); },
+        [this](std::span<Pending* const> group) { commit_group(group); });
     if (self.error) std::rethrow_exception(self.error);
   }
 
@@ -1342,9 +1338,9 @@ class PgWriter {
   // be decided from it (no slots, no compensations, each stream once), as one implicit
   // transaction: a guard that moves the head only if factum_store.commits is still the cached
   // value and divides by zero otherwise (the UPDATE waits for the head row's lock, and re-reads
-  // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored id (a retry, a
-  // duplicate: the unique indexes refuse it) aborts the transaction: then nothing of the group
-  // is stored, the cache is dropped, and false sends the group the careful way. A broken
+  // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored
+  // id (a retry, a duplicate: the unique indexes refuse it) aborts the transaction: then nothing of
+  // the group is stored, the cache is dropped, and false sends the group the careful way. A broken
   // connection throws (the outcome is unknown only if it broke after the statements were sent).
   bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now) {
     if (!cache_.valid) return false;

@@ -116,13 +116,9 @@ void Writer::write_sql(const std::function<void(Sql&)>& fn) {
 
 // Queues `self` for group commit (a write_sql runs alone) and rethrows its error.
 void Writer::enqueue(Pending& self) {
-  group_commit_.enqueue(self, [this](std::span<Pending* const> group) {
-    if (group.front()->alone) {
-      run_custom(*group.front());
-    } else {
-      commit_group(group);
-    }
-  });
+  group_commit_.enqueue(
+      self, [this](Pending& p) { run_custom(p); },
+      [this](std::span<Pending* const> group) { commit_group(group); });
   if (self.error) std::rethrow_exception(self.error);
 }
 
