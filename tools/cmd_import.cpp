@@ -469,12 +469,31 @@ std::optional<Position> events_on_server(const std::string& uri) {
                  "it a new schema: ?options=-csearch_path%3D<schema>)");
 }
 
+// Imports the batch through import_log's `import`, an event at a time, so that a refused event
+// is named by its line; `last` follows the events imported.
+void import_lines(const EventStore::ImportBatches& import, Batch& batch, Head& last) {
+  for (std::size_t i = 0; i < batch.events.size(); ++i) {
+    const RecordedEvent& e = batch.events[i];
+    try {
+      import({&e, 1});
+    } catch (const CorruptEventError& error) {
+      throw CliError(line_prefix(batch.lines[i]) + bare(error), kDamaged);
+    } catch (const Error& error) {
+      throw CliError(line_prefix(batch.lines[i]) + bare(error));
+    }
+    last = {e.position, e.hash};
+  }
+  batch.clear();
+}
+
 // Into a PostgreSQL store (docs/postgres.md): the schema must hold no events (import never
 // merges logs). An export read from a file is checked whole first (ChainCheck, its trailer,
 // --head), so a bad export writes nothing, not even the store's tables. The events are then
-// imported a batch per transaction, and the store verified. A failure past the check (the
-// server, the connection, stdin's input) leaves the events imported so far: a verified prefix
-// of the log, which the message counts; drop them with the schema before importing again.
+// imported in one transaction (EventStore::import_log), whose end checks the trailer and --head
+// again (the only check of an export read from stdin) before the commit; then the store is
+// verified. So a failure (a bad export, the server, the connection, an interrupt) leaves the
+// schema without events, unless the connection broke during the commit itself (the message
+// then counts what the schema holds).
 int import_into_server(const ImportOptions& o) {
   install_interrupt_handlers();
   if (const auto events = events_on_server(o.db); events && *events != 0) refuse_events(o, *events);
@@ -491,20 +510,30 @@ int import_into_server(const ImportOptions& o) {
   if (const Position events = store.head_position(); events != 0) refuse_events(o, events);
   Loaded loaded;
   try {
-    loaded = load(store, o, "import interrupted");
+    store.import_log([&](const EventStore::ImportBatches& import) {
+      Head last;
+      loaded = read_export(
+          o, "import", [&](Batch& batch) { import_lines(import, batch, last); },
+          "import interrupted; nothing was written");
+      loaded.head = last;
+      check_export_end(loaded, o);
+    });
     verify_imported(store, loaded, o);
   } catch (...) {
-    Position kept = 0;
+    std::optional<Position> kept;
     try {
       kept = store.head_position();
     } catch (const std::exception&) {
-      kept = 1;  // unknown: the server is out of reach; say that events may remain
+      // The server is out of reach: the commit may or may not have happened.
     }
-    if (kept > 0) {
-      std::cerr << "factum import: the events imported before the failure stay in '"
-                << shown_location(o.db) << "' (" << kept
-                << " of them, a verified prefix of the log): drop the schema's tables (or the "
-                   "schema) before importing again\n";
+    if (!kept) {
+      std::cerr << "factum import: '" << shown_location(o.db)
+                << "' could not be asked what it holds: if the failure came during the commit, "
+                   "the whole log may be there (check with factum verify)\n";
+    } else if (*kept > 0) {
+      std::cerr << "factum import: '" << shown_location(o.db) << "' holds " << *kept
+                << " events after the failure: drop the schema's tables (or the schema) before "
+                   "importing again\n";
     } else {
       std::cerr << "factum import: nothing was imported into '" << shown_location(o.db) << "'\n";
     }

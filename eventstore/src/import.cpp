@@ -1,7 +1,8 @@
-// EventStore::import_events: appends exported events verbatim (their positions, versions, ids,
-// recorded-at times and hashes), checking that each continues this store's chain. It runs in
-// one write_sql transaction, so it is serialised with appends and atomic like them; everything
-// it writes is what the writer would have written for the same events (docs/storage-format.md).
+// EventStore::import_events and import_log: append exported events verbatim (their positions,
+// versions, ids, recorded-at times and hashes), checking that each continues this store's
+// chain. Each call runs in one write_sql transaction, so it is serialised with appends and atomic
+// like them; everything it writes is what the writer would have written for the same events
+// (docs/storage-format.md).
 #include <cstring>
 #include <map>
 #include <optional>
@@ -164,16 +165,24 @@ class Importer {
 
 Head EventStore::import_events(std::span<const RecordedEvent> events) {
   if (events.empty()) throw InvalidArgument("factum: import_events was given no events");
+  return import_log([events](const ImportBatches& import) { import(events); });
+}
+
+Head EventStore::import_log(const std::function<void(const ImportBatches& import)>& produce) {
+  const bool notify = !on_appended().empty();
+  std::vector<RecordedEvent> committed;  // copies for on_appended, when it has slots
   Head head;
   Hash before{};
   write_sql([&](Sql& sql) {
     Importer importer(sql, options());
     before = importer.head().hash;
-    for (const RecordedEvent& e : events) importer.add(e);
+    produce([&](std::span<const RecordedEvent> events) {
+      for (const RecordedEvent& e : events) importer.add(e);
+      if (notify) committed.insert(committed.end(), events.begin(), events.end());
+    });
     head = importer.head();
   });
-  if (!on_appended().empty()) {
-    std::vector<RecordedEvent> committed(events.begin(), events.end());
+  if (!committed.empty()) {
     for (RecordedEvent& e : committed) {
       e.previous_hash = before;
       before = e.hash;

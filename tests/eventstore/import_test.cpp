@@ -1,7 +1,12 @@
-// The library calls under `factum import` and `factum verify`: EventStore::import_events (events
-// land verbatim: positions, versions, ids, recorded-at times, hashes, only where they continue
-// the chain) and verify(VerifyOptions) with its progress reports.
+// The library calls under `factum import` and `factum verify`: EventStore::import_events and
+// import_log (events land verbatim: positions, versions, ids, recorded-at times, hashes, only
+// where they continue the chain; a log given in batches lands whole or not at all) and
+// verify(VerifyOptions) with its progress reports. Built for SQLite and for PostgreSQL.
 #include <doctest/doctest.h>
+
+#include <span>
+#include <stdexcept>
+#include <vector>
 
 #include "support/temp_dir.hpp"
 
@@ -114,6 +119,63 @@ TEST_CASE("verify with VerifyOptions reports progress after each page and checks
   CHECK(seen == std::vector<Position>{4096, 8192});
   options.expected_head = Hash{1};
   CHECK(s.store.verify(options).problem == VerifyResult::Problem::head_mismatch);
+}
+
+TEST_CASE("import_log lands a log given in batches, in one transaction") {
+  TempStore source;
+  const std::vector<RecordedEvent> events = source_events(source);
+  TempStore target;
+  std::vector<RecordedEvent> seen;
+  boost::signals2::scoped_connection c =
+      target.store.on_appended().connect([&](const std::vector<RecordedEvent>& committed) {
+        seen.insert(seen.end(), committed.begin(), committed.end());
+      });
+  const Head head = target.store.import_log([&](const EventStore::ImportBatches& import) {
+    import(std::span(events).first(2));
+    import(std::span(events).subspan(2, 1));
+    import(std::span(events).subspan(3));
+  });
+  CHECK(head == source.store.head());
+  CHECK(target.store.read_all().to_vector() == events);
+  CHECK(seen == events);  // once, after the commit
+  CHECK(target.store.verify().ok());
+  // An empty log writes nothing.
+  CHECK(target.store.import_log([](const EventStore::ImportBatches&) {}) == head);
+}
+
+TEST_CASE("import_log writes nothing when a later batch is refused or the producer throws") {
+  TempStore source;
+  std::vector<RecordedEvent> events = source_events(source);
+  TempStore target;
+  SUBCASE("a forged event in the last batch") {
+    events[4].payload = to_bytes("forged");
+    CHECK_THROWS_AS(target.store.import_log([&](const EventStore::ImportBatches& import) {
+      import(std::span(events).first(2));
+      import(std::span(events).subspan(2));
+    }),
+                    CorruptEventError);
+  }
+  SUBCASE("a batch that does not continue the one before") {
+    CHECK_THROWS_AS(target.store.import_log([&](const EventStore::ImportBatches& import) {
+      import(std::span(events).first(2));
+      import(std::span(events).subspan(3));
+    }),
+                    InvalidArgument);
+  }
+  SUBCASE("the producer fails after some batches (its input broke)") {
+    CHECK_THROWS_WITH(target.store.import_log([&](const EventStore::ImportBatches& import) {
+      import(std::span(events).first(3));
+      throw std::runtime_error("the export's pipe broke");
+    }),
+                      "the export's pipe broke");
+  }
+  CHECK(target.store.head_position() == 0);
+  CHECK(target.store.read_all().to_vector().empty());
+  // The store is as it was: the whole log imports afterwards.
+  const std::vector<RecordedEvent> good = source.store.read_all().to_vector();
+  CHECK(target.store.import_log([&](const EventStore::ImportBatches& import) { import(good); }) ==
+        source.store.head());
+  CHECK(target.store.verify().ok());
 }
 
 }  // namespace

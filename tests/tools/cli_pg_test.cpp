@@ -4,6 +4,7 @@
 // command on a URI, import's refusals, and URIs' passwords kept out of the output.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "cli_fixture.hpp"
@@ -50,19 +51,21 @@ struct Imported : Exported {
   }
 };
 
-// Whether the schema of `uri` holds a factum store (opened read-only: nothing is created).
-bool holds_store(const std::string& uri) {
+// The events in the store of `uri`'s schema; nullopt when it holds no store (opened read-only:
+// nothing is created).
+std::optional<Position> stored_events(const std::string& uri) {
   StoreOptions options;
   options.read_only = true;
   options.create_if_missing = false;
   try {
-    EventStore::open(uri, options);
-    return true;
+    return EventStore::open(uri, options).head_position();
   } catch (const StorageError& e) {
-    if (e.kind() == StorageError::Kind::not_a_store) return false;
+    if (e.kind() == StorageError::Kind::not_a_store) return std::nullopt;
     throw;
   }
 }
+
+bool holds_store(const std::string& uri) { return stored_events(uri).has_value(); }
 
 // `uri` with the password `secret` (the test server trusts every local connection, so any
 // password is accepted and only its spelling in the output is under test).
@@ -300,6 +303,51 @@ TEST_CASE("import of a bad export into a fresh schema writes nothing, not even t
     CHECK(r.code == 1);
     CHECK(contains(r.err, "names no existing schema"));
   }
+}
+
+// An export read from stdin cannot be checked before the load: the load is one transaction
+// whose end checks the trailer and --head, so a bad export still leaves no events behind.
+TEST_CASE("import from stdin is all or nothing: a bad export leaves no events") {
+  Exported s;
+  const auto lines = lines_of(file_bytes(s.export_file));
+  REQUIRE(lines.size() == 9);
+  std::vector<std::string> input = lines;
+  std::string error;
+  int code = 0;
+  SUBCASE("cut off: no trailer") {
+    input.pop_back();
+    error = "has no trailer";
+    code = 3;
+  }
+  SUBCASE("an altered event after good ones") {
+    const std::size_t at = input[4].find("\"teller-7\"");
+    REQUIRE(at != std::string::npos);
+    input[4].replace(at, 10, "\"teller-8\"");
+    error = "line 5: event at position 5 is corrupt: its hash does not match";
+    code = 3;
+  }
+  SUBCASE("another log's head") {
+    error = "not the expected head";
+    code = 3;
+  }
+  std::string text;
+  for (const auto& line : input) text += line + "\n";
+  const auto piped = s.dir.file("piped.jsonl");
+  write_file(piped, text);
+  const std::string uri = pg_test_uri();
+  std::vector<std::string> args{"import", uri, "-"};
+  if (error == "not the expected head") {
+    args.insert(args.end(), {"--head", std::string(64, 'a')});
+  }
+  const CliResult r = run_cli(args, piped);
+  INFO(r.err);
+  CHECK(r.code == code);
+  CHECK(contains(r.err, error));
+  CHECK(contains(r.err, "nothing was imported"));
+  CHECK(stored_events(uri).value_or(0) == 0U);
+  // The same schema takes the good export afterwards.
+  CHECK(run_cli({"import", uri, "-"}, s.export_file).code == 0);
+  CHECK(stored_events(uri) == Position{8});
 }
 
 TEST_CASE("reading commands on a schema without a store neither run nor create one") {

@@ -322,6 +322,20 @@ class EventStore {
   // new head.
   Head import_events(std::span<const RecordedEvent> events);
 
+  // Receives the successive batches of an import_log.
+  using ImportBatches = std::function<void(std::span<const RecordedEvent>)>;
+
+  // As import_events, for a whole log read a batch at a time (an export too large to hold in
+  // memory): `produce` calls its argument with successive batches, each continuing the one
+  // before. Everything lands in one transaction when produce returns, nothing when produce or
+  // a batch throws: the exception propagates and the store is as it was (on PostgreSQL, where
+  // an import cannot go to a temporary file first, this is what makes it all or nothing).
+  // The store's writer is taken for the whole of produce: appends of this store wait, and
+  // produce must not call this store. A log of no events writes nothing. on_appended slots,
+  // when connected, get every event after the commit (copies are held until then). Throws
+  // what import_events throws. Returns the new head.
+  Head import_log(const std::function<void(const ImportBatches& import)>& produce);
+
   // Runs `fn` in one write transaction on the store's file (see sql.hpp): committed when fn
   // returns, rolled back when it throws (the exception propagates). Serialised with appends.
   void write_sql(const std::function<void(Sql&)>& fn);
