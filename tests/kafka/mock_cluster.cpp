@@ -124,4 +124,38 @@ std::vector<ConsumedRecord> consume_all(const std::string& bootstrap_servers,
   return out;
 }
 
+void produce_all(const std::string& bootstrap_servers, const std::string& topic,
+                 const std::vector<RecordToProduce>& records) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", bootstrap_servers);
+  rd_kafka_t* rk = new_client(RD_KAFKA_PRODUCER, conf);
+  for (const RecordToProduce& r : records) {
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(r.headers.size());
+    for (const auto& [name, value] : r.headers) {
+      rd_kafka_header_add(headers, name.c_str(), -1, value.data(),
+                          static_cast<ssize_t>(value.size()));
+    }
+    std::array<rd_kafka_vu_t, 5> vus{};
+    vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vus[0].u.cstr = topic.c_str();
+    vus[1].vtype = RD_KAFKA_VTYPE_KEY;
+    vus[1].u.mem = {const_cast<char*>(r.key.data()), r.key.size()};
+    vus[2].vtype = RD_KAFKA_VTYPE_VALUE;
+    vus[2].u.mem = {const_cast<char*>(r.value.data()), r.value.size()};
+    vus[3].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vus[3].u.headers = headers;
+    vus[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[4].u.i = RD_KAFKA_MSG_F_COPY;
+    if (rd_kafka_error_t* error = rd_kafka_produceva(rk, vus.data(), vus.size())) {
+      rd_kafka_error_destroy(error);
+      rd_kafka_headers_destroy(headers);
+      rd_kafka_destroy(rk);
+      throw std::runtime_error("kafka test: produce refused");
+    }
+  }
+  const rd_kafka_resp_err_t flushed = rd_kafka_flush(rk, 20000);
+  rd_kafka_destroy(rk);
+  if (flushed != RD_KAFKA_RESP_ERR_NO_ERROR) throw std::runtime_error("kafka test: flush failed");
+}
+
 }  // namespace factum::test

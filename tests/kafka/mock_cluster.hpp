@@ -52,4 +52,16 @@ std::vector<ConsumedRecord> consume_all(
     const std::string& bootstrap_servers, const std::string& topic, int partitions,
     std::size_t expected, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+// One record to produce: key, value and headers (name -> value).
+struct RecordToProduce {
+  std::string key;
+  std::string value;
+  std::map<std::string, std::string> headers;
+};
+
+// Produces `records` to `topic` (partition chosen by key) and waits until all are delivered.
+// Throws std::runtime_error when one is not.
+void produce_all(const std::string& bootstrap_servers, const std::string& topic,
+                 const std::vector<RecordToProduce>& records);
+
 }  // namespace factum::test
