@@ -2,8 +2,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include <array>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -56,6 +56,38 @@ struct Pending {
   bool offset_written = false;
 };
 
+// What the on_appending slot needs. Shared with the slot, so that a slot still running on
+// another thread's append while the ingest is destroyed touches nothing freed.
+struct OffsetHook {
+  OffsetHook(std::string ingest_name, std::string ingest_topic)
+      : name(std::move(ingest_name)), topic(std::move(ingest_topic)) {}
+
+  // Runs inside every append's transaction of this process, on the committing thread.
+  void on_appending(AppendTransaction& tx) {
+    std::lock_guard lock(mu);
+    if (!pending || tx.events().empty() || tx.events().front().id != pending->id) return;
+    detail::save_offset(tx.sql(), name, topic, pending->partition, pending->next_offset);
+    pending->offset_written = true;
+  }
+
+  void set(Pending next) {
+    std::lock_guard lock(mu);
+    pending = std::move(next);
+  }
+
+  Pending take() {
+    std::lock_guard lock(mu);
+    Pending out = pending.value_or(Pending{});
+    pending.reset();
+    return out;
+  }
+
+  const std::string name;
+  const std::string topic;
+  std::mutex mu;
+  std::optional<Pending> pending;  // guarded by mu
+};
+
 }  // namespace
 
 class Ingest::Impl {
@@ -66,7 +98,8 @@ class Ingest::Impl {
     consumer_ = make_consumer();
     partition_count_ = read_partition_count();
     assign_stored_offsets();
-    hook_ = store_.on_appending().connect([this](AppendTransaction& tx) { on_appending(tx); });
+    hook_ = store_.on_appending().connect(
+        [hook = offsets_](AppendTransaction& tx) { hook->on_appending(tx); });
   }
 
   ~Impl() {
@@ -182,13 +215,13 @@ class Ingest::Impl {
     const EventData event = detail::record_event(record, options_.topic, options_.event_type);
     const std::string_view key(static_cast<const char*>(record.key), record.key_len);
     const std::string stream = options_.stream_for_key(key);
-    set_pending(Pending{event.id, record.partition, record.offset + 1, false});
+    offsets_->set(Pending{event.id, record.partition, record.offset + 1, false});
     bool written = false;
     try {
       store_.append(stream, ExpectedVersion::any(), event);
-      written = take_pending().offset_written;
+      written = offsets_->take().offset_written;
     } catch (...) {
-      static_cast<void>(take_pending());
+      static_cast<void>(offsets_->take());
       throw;
     }
     if (written) return;
@@ -197,33 +230,12 @@ class Ingest::Impl {
     });
   }
 
-  // Runs inside every append's transaction of this process, on the committing thread.
-  void on_appending(AppendTransaction& tx) {
-    std::lock_guard lock(mu_);
-    if (!pending_ || tx.events().empty() || tx.events().front().id != pending_->id) return;
-    detail::save_offset(tx.sql(), options_.name, options_.topic, pending_->partition,
-                        pending_->next_offset);
-    pending_->offset_written = true;
-  }
-
-  void set_pending(Pending pending) {
-    std::lock_guard lock(mu_);
-    pending_ = std::move(pending);
-  }
-
-  Pending take_pending() {
-    std::lock_guard lock(mu_);
-    Pending out = pending_.value_or(Pending{});
-    pending_.reset();
-    return out;
-  }
-
   EventStore& store_;
   const IngestOptions options_;
   detail::Client consumer_;
   std::int32_t partition_count_ = 0;
-  std::mutex mu_;
-  std::optional<Pending> pending_;  // guarded by mu_
+  const std::shared_ptr<OffsetHook> offsets_ =
+      std::make_shared<OffsetHook>(options_.name, options_.topic);
   boost::signals2::scoped_connection hook_;
 };
 

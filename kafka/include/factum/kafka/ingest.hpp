@@ -83,7 +83,9 @@ class Ingest {
   // records were handled (appended, or recognised as stored already). Throws what append throws
   // (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored with
   // other content or in another stream, StorageError); the consumer then goes back to the stored
-  // offsets, so the failed record is read again. Throws KafkaError for a fatal consumer error.
+  // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
+  // reports (a broker out of reach, an unknown topic; librdkafka recovers from most by itself,
+  // so poll again).
   std::size_t poll_once();
 
   // Calls poll_once until `stop` is requested. A failure (any factum::Error) is retried after a
