@@ -211,6 +211,48 @@ TEST_CASE("transient produce errors are retried without duplicates or reordering
   }
 }
 
+TEST_CASE(
+    "a produce request the broker rejects fails the batch, and the next batch sends the rest") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 20);
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.timeout.ms"] = "3000";
+  options.batch_size = 10;
+  Relay relay(t.store, options);
+  REQUIRE(relay.publish_once() == 10);
+  cluster.fail_produce_requests(1, RD_KAFKA_RESP_ERR_INVALID_RECORD);  // not retriable
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded though the broker rejected its request");
+  } catch (const kafka::DeliveryError& e) {
+    CHECK(e.position() == 11);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR_INVALID_RECORD);
+  }
+  CHECK(relay.status().checkpoint == 10);
+  // Whatever the rejection cost, the following batches deliver every event.
+  for (int attempt = 0; attempt < 20 && relay.status().checkpoint < 20; ++attempt) {
+    try {
+      relay.publish_once();
+    } catch (const kafka::DeliveryError&) {
+      // the loop tries again
+    }
+  }
+  CHECK(relay.status().checkpoint == 20);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 20);
+  CHECK(ids_of(records) == ids_of(t.store));
+  // In the partition, each event's first appearance follows the log's order.
+  std::set<std::string> seen;
+  std::uint64_t last_first = 0;
+  for (const ConsumedRecord& r : records) {
+    if (!seen.insert(r.headers.at(kafka::kEventIdHeader)).second) continue;
+    const std::uint64_t position = std::stoull(r.headers.at(kafka::kPositionHeader));
+    CHECK(position > last_first);
+    last_first = position;
+  }
+}
+
 TEST_CASE("a full producer queue is waited out, not dropped") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);
