@@ -83,6 +83,8 @@ void MockCluster::set_down(int id) { rd_kafka_mock_broker_set_down(cluster_, id)
 
 void MockCluster::set_up(int id) { rd_kafka_mock_broker_set_up(cluster_, id); }
 
+void MockCluster::set_rtt(int ms) { rd_kafka_mock_broker_set_rtt(cluster_, -1, ms); }
+
 void MockCluster::fail_produce_requests(int count, int error) {
   std::vector<rd_kafka_resp_err_t> errors(static_cast<std::size_t>(count),
                                           static_cast<rd_kafka_resp_err_t>(error));

@@ -28,6 +28,8 @@ class MockCluster {
   // Disconnects broker `id` (-1: all) and refuses new connections; set_up lets them in again.
   void set_down(int id = -1);
   void set_up(int id = -1);
+  // Every broker answers each request `ms` milliseconds late.
+  void set_rtt(int ms);
   // The next `count` Produce requests fail with `error` (an rd_kafka_resp_err_t).
   void fail_produce_requests(int count, int error);
 

@@ -265,6 +265,31 @@ TEST_CASE("a full producer queue is waited out, not dropped") {
   CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 1, 60).size() == 60);
 }
 
+TEST_CASE("status, from another thread, shows the records in flight of a batch in progress") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  cluster.set_rtt(300);  // the broker answers slowly: the batch stays in flight a while
+  Relay relay(t.store, relay_options(cluster));
+  std::uint64_t most_in_flight = 0;
+  {
+    std::jthread runner([&](std::stop_token stop) { relay.run(stop); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (relay.status().checkpoint < 10 && std::chrono::steady_clock::now() < deadline) {
+      const auto status = relay.status();
+      most_in_flight = std::max(most_in_flight, status.in_flight);
+      CHECK(status.checkpoint + status.lag == status.head);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }  // stop requested and joined: run() returns
+  CHECK(most_in_flight > 0);
+  const auto status = relay.status();
+  CHECK(status.checkpoint == 10);
+  CHECK(status.in_flight == 0);
+  CHECK(status.published == 10);
+}
+
 TEST_CASE("a relay refuses options that would weaken its guarantee or name nothing") {
   MockCluster cluster;
   TempStore t;
