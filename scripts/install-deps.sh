@@ -10,6 +10,7 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev python3
   clang libclang-rt-14-dev clang-format
   postgresql-15 libpq-dev
+  librdkafka-dev
 )
 
 missing=()

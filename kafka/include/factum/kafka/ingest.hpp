@@ -1,0 +1,104 @@
+// factum/kafka/ingest.hpp — appends the records of a Kafka topic to the store ("topics in").
+//
+//   factum::kafka::IngestOptions options;
+//   options.name = "payments-in";
+//   options.topic = "payments";
+//   options.kafka = {{"bootstrap.servers", "broker-1:9092"}};
+//   options.stream_for_key = [](std::string_view key) { return "payment-" + std::string(key); };
+//   factum::kafka::Ingest ingest(store, options);
+//   std::jthread t([&](std::stop_token stop) { ingest.run(stop); });
+//
+// Each record becomes one event, appended (ExpectedVersion::any) to the stream that
+// stream_for_key names for the record's key:
+//   id             the factum-event-id header when it holds a UUID (records the Relay wrote),
+//                  else a UUID (version 8) derived from SHA-256 of topic, partition and offset
+//   type           the factum-type header, else options.event_type
+//   schema version the factum-schema-version header, else 1
+//   payload        the record's value
+//   metadata       correlation and causation ids from their headers (when UUIDs); the
+//                  key/value "kafka.topic" = the topic
+// Every field is a function of the record alone, so consuming a record again gives the same
+// event, which the store recognises as a retry and does not write again.
+//
+// Guarantee (effectively once into the store): the partition's next offset is written in the
+// same transaction as the appended event (table factum_kafka_offsets, on_appending), and the
+// ingest starts each partition at its stored offset. A crash, a restart, or reading a partition
+// again from an earlier offset (another ingest name, a reset) therefore adds no duplicate.
+//
+// Not yet: consumer groups (the ingest assigns itself every partition of the topic; run one
+// ingest per name), batching several records into one append.
+//
+// Thread-safety: one thread consumes (poll_once or run) at a time; offsets() may be called from
+// any thread. The store may be used by other threads meanwhile.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "factum/eventstore/event_store.hpp"
+#include "factum/kafka/errors.hpp"
+
+namespace factum::kafka {
+
+struct IngestOptions {
+  // Names the stored offsets (rows of factum_kafka_offsets). Required.
+  std::string name;
+  // The topic to consume. Required.
+  std::string topic;
+  // librdkafka consumer properties (bootstrap.servers at least). group.id defaults to
+  // "factum-ingest-<name>"; enable.auto.commit and enable.auto.offset.store are set to false
+  // (offsets live in the store). Default: none.
+  std::map<std::string, std::string> kafka;
+  // The stream of a record, from its key (the key may be empty). Required; an id the store
+  // refuses makes poll_once throw InvalidArgument.
+  std::function<std::string(std::string_view key)> stream_for_key;
+  // The event type of a record without a factum-type header. Default "kafka.Record".
+  std::string event_type = "kafka.Record";
+  // How long poll_once waits for the first record. Default 100 ms.
+  std::chrono::milliseconds poll_timeout{100};
+  // At most this many records per poll_once. Default 500.
+  std::size_t max_records = 500;
+};
+
+class Ingest {
+ public:
+  // Creates the offsets table when missing, creates the consumer and assigns it every partition
+  // of the topic at its stored offset (the beginning when none is stored). The store must
+  // outlive the ingest. Throws InvalidArgument (a missing name, topic or stream_for_key, a bad
+  // property), KafkaError (the consumer cannot be created, the topic's partitions cannot be
+  // read), StorageError.
+  Ingest(EventStore& store, IngestOptions options);
+  ~Ingest();
+  Ingest(const Ingest&) = delete;
+  Ingest& operator=(const Ingest&) = delete;
+
+  // Consumes up to max_records records (waiting up to poll_timeout for the first) and appends
+  // each, with its partition's next offset, in one transaction per record. Returns how many
+  // records were handled (appended, or recognised as stored already). Throws what append throws
+  // (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored with
+  // other content or in another stream, StorageError); the consumer then goes back to the stored
+  // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
+  // reports (a broker out of reach, an unknown topic; librdkafka recovers from most by itself,
+  // so poll again).
+  std::size_t poll_once();
+
+  // Calls poll_once until `stop` is requested. A failure (any factum::Error) is retried after a
+  // pause of poll_timeout. Throws only what is not a factum::Error.
+  void run(std::stop_token stop);
+
+  // The stored next offset of each partition of the topic (partitions without one are absent).
+  // Throws StorageError.
+  std::map<std::int32_t, std::int64_t> offsets() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace factum::kafka

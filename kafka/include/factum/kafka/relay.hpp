@@ -1,0 +1,109 @@
+// factum/kafka/relay.hpp — publishes the log (or one category of it) to a Kafka topic, from a
+// durable checkpoint kept in the store's own database (change data capture, "relay out").
+//
+//   factum::kafka::RelayOptions options;
+//   options.name = "orders-to-kafka";
+//   options.topic = "orders";
+//   options.category = "order";                        // "" relays the whole log
+//   options.kafka = {{"bootstrap.servers", "broker-1:9092,broker-2:9092"}};
+//   factum::kafka::Relay relay(store, options);
+//   std::jthread t([&](std::stop_token stop) { relay.run(stop); });
+//
+// Each event becomes one record: key = stream id, value = payload, headers as headers.hpp
+// lists. The producer is idempotent (enable.idempotence=true, acks=all), so records of one
+// key land in their partition in log order, without the producer's own retries duplicating
+// them.
+//
+// Guarantee (at least once): the checkpoint moves only past events whose delivery report
+// succeeded, and only over an unbroken prefix of them in position order; it never passes an
+// unconfirmed event. After a crash, or a failed batch, the relay publishes again from the
+// checkpoint: at most the unconfirmed tail is published twice, never an event skipped.
+// Consumers drop repeats by the factum-event-id header.
+//
+// The checkpoint is the row "kafka-relay:<name>" of factum_checkpoints (projections'
+// CheckpointStore), so it is read and moved like a projection's.
+//
+// Thread-safety: one thread publishes (publish_once or run) at a time; status() may be called
+// from any thread meanwhile. Several relays may share one store (distinct names).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_store.hpp"
+#include "factum/kafka/errors.hpp"
+
+namespace factum::kafka {
+
+struct RelayOptions {
+  // Names the relay's checkpoint ("kafka-relay:<name>" in factum_checkpoints). Required.
+  std::string name;
+  // The topic every event is published to. Required.
+  std::string topic;
+  // The category to relay ("order" for "order-17"); "" (the default) relays the whole log.
+  std::string category;
+  // librdkafka configuration properties (bootstrap.servers at least; security.protocol,
+  // sasl.*, message.timeout.ms, ...). enable.idempotence=true and acks=all are set by the relay;
+  // giving them another value is refused. Default: none.
+  std::map<std::string, std::string> kafka;
+  // At most this many events are published per publish_once. Default 1000.
+  std::size_t batch_size = 1000;
+  // run() waits this long when there is nothing to publish, or after a failed batch.
+  // Default 200 ms.
+  std::chrono::milliseconds idle_wait{200};
+};
+
+// A snapshot of a relay's progress.
+struct RelayStatus {
+  Position checkpoint = 0;      // the last position whose delivery is confirmed (0: none)
+  Position head = 0;            // the store's head position when status() read it
+  std::uint64_t lag = 0;        // head - checkpoint, in positions (for a category, events of
+                                // other categories count too)
+  std::uint64_t in_flight = 0;  // records handed to the producer, not yet confirmed or failed
+  std::uint64_t published = 0;  // events confirmed by this Relay object since it was made
+  std::string last_error;       // the last failure's message; "" after a successful batch
+};
+
+class Relay {
+ public:
+  // Loads the checkpoint (creating the checkpoint table when missing) and creates the
+  // producer. The store must outlive the relay. Throws InvalidArgument (an empty name or topic,
+  // a zero batch_size, an unknown or invalid property, enable.idempotence or acks given another
+  // value), KafkaError (the producer cannot be created), StorageError.
+  Relay(EventStore& store, RelayOptions options);
+  // Waits up to a few seconds for records still in flight (there are none once publish_once
+  // has returned) and closes the producer. Never throws.
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // Publishes up to batch_size events after the checkpoint, waits for every one's delivery
+  // report (bounded by message.timeout.ms, librdkafka's default 300 s), then moves the
+  // checkpoint, durably, past the confirmed prefix of the batch. A full producer queue is
+  // waited out (poll and retry), never dropped. Returns how many events were confirmed (0 when
+  // there was nothing to publish). Throws DeliveryError naming the first unconfirmed event when
+  // one was not confirmed (the checkpoint has moved past the events before it),
+  // CorruptEventError, StorageError.
+  std::size_t publish_once();
+
+  // Calls publish_once until `stop` is requested, waiting idle_wait when there is nothing to
+  // publish; a failed batch (any factum::Error) is recorded in status().last_error and retried
+  // after idle_wait. Returns when stop is requested (within about idle_wait, or once the batch
+  // in hand is settled). Throws only what is not a factum::Error (std::bad_alloc, say).
+  void run(std::stop_token stop);
+
+  // The relay's progress. Reads the store's head. Throws StorageError.
+  RelayStatus status() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace factum::kafka

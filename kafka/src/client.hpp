@@ -1,0 +1,35 @@
+// RAII over librdkafka handles, and configuration from a property map.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace factum::kafka::detail {
+
+struct ConfDeleter {
+  void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }
+};
+using Conf = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
+
+struct ClientDeleter {
+  void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
+};
+using Client = std::unique_ptr<rd_kafka_t, ClientDeleter>;
+
+struct HeadersDeleter {
+  void operator()(rd_kafka_headers_t* headers) const noexcept { rd_kafka_headers_destroy(headers); }
+};
+using Headers = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
+
+// A configuration holding `properties`. Throws InvalidArgument naming the property librdkafka
+// refuses (unknown, or a bad value).
+Conf make_conf(const std::map<std::string, std::string>& properties);
+// Sets one property. Throws InvalidArgument naming it.
+void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value);
+// A client of `type` owning `conf`. Throws KafkaError (subject `what`).
+Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
+
+}  // namespace factum::kafka::detail

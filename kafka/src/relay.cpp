@@ -1,0 +1,278 @@
+#include "factum/kafka/relay.hpp"
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "client.hpp"
+#include "factum/projections/checkpoint_store.hpp"
+#include "headers.hpp"
+
+namespace factum::kafka {
+namespace {
+
+constexpr const char* kCheckpointPrefix = "kafka-relay:";
+constexpr int kPollMs = 100;
+constexpr int kCloseFlushMs = 5000;
+
+// One record's fate, written by its delivery report.
+struct Outcome {
+  bool done = false;
+  rd_kafka_resp_err_t error = RD_KAFKA_RESP_ERR_NO_ERROR;
+};
+
+// Refuses a property the caller set to something else than the relay's guarantee needs.
+void require_property(const RelayOptions& options, const std::string& name,
+                      std::initializer_list<const char*> allowed) {
+  const auto it = options.kafka.find(name);
+  if (it == options.kafka.end()) return;
+  for (const char* value : allowed) {
+    if (it->second == value) return;
+  }
+  throw InvalidArgument("factum kafka: relay '" + options.name + "': property '" + name +
+                        "' must be '" + *allowed.begin() + "', not '" + it->second + "'");
+}
+
+void check(const RelayOptions& options) {
+  if (options.name.empty()) throw InvalidArgument("factum kafka: a relay needs a name");
+  if (options.topic.empty()) {
+    throw InvalidArgument("factum kafka: relay '" + options.name + "' needs a topic");
+  }
+  if (options.batch_size == 0) {
+    throw InvalidArgument("factum kafka: relay '" + options.name + "': batch_size must be > 0");
+  }
+  require_property(options, "enable.idempotence", {"true"});
+  require_property(options, "acks", {"all", "-1"});
+}
+
+rd_kafka_vu_t value_of(rd_kafka_vtype_t type) {
+  rd_kafka_vu_t vu{};
+  vu.vtype = type;
+  return vu;
+}
+
+rd_kafka_vu_t memory(rd_kafka_vtype_t type, const void* data, std::size_t size) {
+  rd_kafka_vu_t vu = value_of(type);
+  // RD_KAFKA_MSG_F_COPY: librdkafka copies the bytes and never writes through the pointer.
+  vu.u.mem.ptr = const_cast<void*>(data);
+  vu.u.mem.size = size;
+  return vu;
+}
+
+}  // namespace
+
+class Relay::Impl {
+ public:
+  Impl(EventStore& store, RelayOptions options)
+      : store_(store), options_(std::move(options)), name_(kCheckpointPrefix + options_.name) {
+    check(options_);
+    store_.write_sql([&](Sql& sql) {
+      CheckpointStore::create_table(sql);
+      checkpoint_ = CheckpointStore::load(sql, name_);
+    });
+    producer_ = make_producer();
+  }
+
+  ~Impl() {
+    // publish_once settles every record it hands over, so this finds none in flight.
+    if (producer_) static_cast<void>(rd_kafka_flush(producer_.get(), kCloseFlushMs));
+  }
+
+  std::size_t publish_once() {
+    const std::vector<RecordedEvent> batch = next_batch();
+    if (batch.empty()) return 0;
+    std::vector<Outcome> outcomes(batch.size());
+    produce_all(batch, outcomes);
+    std::size_t confirmed = 0;
+    while (confirmed < batch.size() && outcomes[confirmed].done &&
+           outcomes[confirmed].error == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ++confirmed;
+    }
+    if (confirmed > 0) advance(batch[confirmed - 1].position, confirmed);
+    if (confirmed < batch.size()) fail(batch[confirmed], outcomes[confirmed].error);
+    record_error("");
+    return confirmed;
+  }
+
+  void run(std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any wake;
+    while (!stop.stop_requested()) {
+      std::size_t published = 0;
+      try {
+        published = publish_once();
+      } catch (const Error& e) {
+        record_error(e.what());
+      }
+      if (published > 0) continue;
+      std::unique_lock lock(mu);
+      wake.wait_for(lock, stop, options_.idle_wait, [] { return false; });
+    }
+  }
+
+  RelayStatus status() const {
+    RelayStatus out;
+    out.head = store_.head_position();
+    {
+      std::lock_guard lock(mu_);
+      out.checkpoint = checkpoint_;
+      out.published = published_;
+      out.last_error = last_error_;
+    }
+    out.lag = out.head > out.checkpoint ? out.head - out.checkpoint : 0;
+    out.in_flight = in_flight_.load();
+    return out;
+  }
+
+ private:
+  // Delivery reports run inside rd_kafka_poll, on the publishing thread.
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
+    auto* self = static_cast<Impl*>(opaque);
+    auto* outcome = static_cast<Outcome*>(message->_private);
+    if (self == nullptr || outcome == nullptr) return;
+    outcome->done = true;
+    outcome->error = message->err;
+    --self->pending_;
+    --self->in_flight_;
+  }
+
+  detail::Client make_producer() {
+    detail::Conf conf = detail::make_conf(options_.kafka);
+    detail::set_property(*conf, "enable.idempotence", "true");
+    detail::set_property(*conf, "acks", "all");
+    rd_kafka_conf_set_dr_msg_cb(conf.get(), &Impl::on_delivery);
+    rd_kafka_conf_set_opaque(conf.get(), this);
+    return detail::make_client(RD_KAFKA_PRODUCER, std::move(conf),
+                               "producer of relay '" + options_.name + "'");
+  }
+
+  Position checkpoint() const {
+    std::lock_guard lock(mu_);
+    return checkpoint_;
+  }
+
+  std::vector<RecordedEvent> next_batch() const {
+    const Position from = checkpoint() + 1;
+    std::vector<RecordedEvent> out;
+    const EventRange range = options_.category.empty()
+                                 ? store_.read_all(from)
+                                 : store_.read_category(options_.category, from);
+    for (const RecordedEvent& event : range) {
+      out.push_back(event);
+      if (out.size() >= options_.batch_size) break;
+    }
+    return out;
+  }
+
+  // Hands the batch to the producer in order, stopping at the first record it refuses (that
+  // record's outcome says why), then waits for every delivery report.
+  void produce_all(const std::vector<RecordedEvent>& batch, std::vector<Outcome>& outcomes) {
+    try {
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const rd_kafka_resp_err_t refused = produce(batch[i], outcomes[i]);
+        if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          outcomes[i] = {true, refused};
+          break;
+        }
+      }
+    } catch (...) {
+      settle();
+      throw;
+    }
+    settle();
+  }
+
+  // One record; a full queue is polled and retried, never dropped. Returns the error of a
+  // refusal other than a full queue.
+  rd_kafka_resp_err_t produce(const RecordedEvent& event, Outcome& outcome) {
+    for (;;) {
+      detail::Headers headers = detail::event_headers(event);
+      std::array<rd_kafka_vu_t, 6> vus{
+          value_of(RD_KAFKA_VTYPE_TOPIC),
+          memory(RD_KAFKA_VTYPE_KEY, event.stream_id.data(), event.stream_id.size()),
+          memory(RD_KAFKA_VTYPE_VALUE, event.payload.data(), event.payload.size()),
+          value_of(RD_KAFKA_VTYPE_HEADERS),
+          value_of(RD_KAFKA_VTYPE_OPAQUE),
+          value_of(RD_KAFKA_VTYPE_MSGFLAGS)};
+      vus[0].u.cstr = options_.topic.c_str();
+      vus[3].u.headers = headers.get();
+      vus[4].u.ptr = &outcome;
+      vus[5].u.i = RD_KAFKA_MSG_F_COPY;
+      rd_kafka_error_t* error = rd_kafka_produceva(producer_.get(), vus.data(), vus.size());
+      if (error == nullptr) {
+        static_cast<void>(headers.release());  // the record owns them now
+        ++pending_;
+        ++in_flight_;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+      }
+      const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+      rd_kafka_error_destroy(error);
+      if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL) return code;
+      rd_kafka_poll(producer_.get(), kPollMs);
+    }
+  }
+
+  // Serves delivery reports until every record handed over has one (each comes within
+  // message.timeout.ms).
+  void settle() {
+    while (pending_ > 0) rd_kafka_poll(producer_.get(), kPollMs);
+  }
+
+  void advance(Position to, std::size_t confirmed) {
+    store_.write_sql([&](Sql& sql) { CheckpointStore::save(sql, name_, to); });
+    std::lock_guard lock(mu_);
+    checkpoint_ = to;
+    published_ += confirmed;
+  }
+
+  // Records and throws the failure of `event`; a producer in a fatal state is replaced.
+  [[noreturn]] void fail(const RecordedEvent& event, rd_kafka_resp_err_t code) {
+    std::string message = "factum kafka: relay '" + options_.name + "': the event at position " +
+                          std::to_string(event.position) + " (id " + event.id.to_string() +
+                          ", stream " + event.stream_id + ") was not delivered to topic '" +
+                          options_.topic + "': " + rd_kafka_err2str(code);
+    std::array<char, 512> fatal{};
+    if (rd_kafka_fatal_error(producer_.get(), fatal.data(), fatal.size()) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+      message +=
+          std::string("; the producer failed for good (") + fatal.data() + ") and was replaced";
+      producer_ = make_producer();
+    }
+    record_error(message);
+    throw DeliveryError(options_.topic, event.position, static_cast<int>(code), message);
+  }
+
+  void record_error(const std::string& message) {
+    std::lock_guard lock(mu_);
+    last_error_ = message;
+  }
+
+  EventStore& store_;
+  const RelayOptions options_;
+  const std::string name_;  // the checkpoint's name
+  detail::Client producer_;
+  std::size_t pending_ = 0;  // records without a delivery report (publishing thread only)
+  std::atomic<std::uint64_t> in_flight_{0};
+  mutable std::mutex mu_;
+  Position checkpoint_ = 0;      // guarded by mu_
+  std::uint64_t published_ = 0;  // guarded by mu_
+  std::string last_error_;       // guarded by mu_
+};
+
+Relay::Relay(EventStore& store, RelayOptions options)
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {}
+
+Relay::~Relay() = default;
+
+std::size_t Relay::publish_once() { return impl_->publish_once(); }
+
+void Relay::run(std::stop_token stop) { impl_->run(stop); }
+
+RelayStatus Relay::status() const { return impl_->status(); }
+
+}  // namespace factum::kafka

@@ -1,0 +1,205 @@
+// factum::kafka::Ingest against librdkafka's mock cluster: records appended to the streams their
+// keys map to, with their offsets stored; no duplicate when records are read again from an
+// earlier offset; the ids of records the relay wrote kept; a failed record read again.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "factum/kafka/headers.hpp"
+#include "factum/kafka/ingest.hpp"
+#include "factum/kafka/relay.hpp"
+#include "mock_cluster.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace factum;
+using factum::kafka::Ingest;
+using factum::kafka::IngestOptions;
+using factum::test::MockCluster;
+using factum::test::produce_all;
+using factum::test::RecordToProduce;
+using factum::test::TempStore;
+
+namespace {
+
+constexpr const char* kTopic = "payments";
+
+IngestOptions ingest_options(const MockCluster& cluster, const std::string& name = "in") {
+  IngestOptions options;
+  options.name = name;
+  options.topic = kTopic;
+  options.kafka = {{"bootstrap.servers", cluster.bootstrap_servers()}};
+  options.stream_for_key = [](std::string_view key) { return "payment-" + std::string(key); };
+  return options;
+}
+
+// Records with keys k0, k1, k2, k0, ... and values v0, v1, ...
+std::vector<RecordToProduce> records(int count) {
+  std::vector<RecordToProduce> out;
+  for (int i = 0; i < count; ++i) {
+    out.push_back({"k" + std::to_string(i % 3), "v" + std::to_string(i), {}});
+  }
+  return out;
+}
+
+// Polls until `count` records were handled (or 20 s passed); returns how many were.
+std::size_t poll_until(Ingest& ingest, std::size_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::size_t handled = 0;
+  while (handled < count && std::chrono::steady_clock::now() < deadline) {
+    handled += ingest.poll_once();
+  }
+  return handled;
+}
+
+std::set<std::string> ids_of(const EventStore& store) {
+  std::set<std::string> out;
+  for (const RecordedEvent& e : store.read_all()) out.insert(e.id.to_string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ingest appends each record to the stream of its key and stores the next offset") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(9));
+  TempStore t;
+  Ingest ingest(t.store, ingest_options(cluster));
+  CHECK(poll_until(ingest, 9) == 9);
+  CHECK(t.store.head_position() == 9);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<std::string> values;
+    for (const RecordedEvent& e : t.store.read_stream("payment-k" + std::to_string(k))) {
+      CHECK(e.type == "kafka.Record");
+      CHECK(e.metadata.values.at("kafka.topic") == kTopic);
+      values.push_back(to_string(e.payload));
+    }
+    // One key lands in one partition: its records keep their order.
+    CHECK(values == std::vector<std::string>{"v" + std::to_string(k), "v" + std::to_string(k + 3),
+                                             "v" + std::to_string(k + 6)});
+  }
+  std::int64_t stored = 0;
+  for (const auto& [partition, next] : ingest.offsets()) stored += next;
+  CHECK(stored == 9);  // each partition's next offset is its record count
+}
+
+TEST_CASE("reading records again from an earlier offset appends no duplicate") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(10));
+  TempStore t;
+  {
+    Ingest ingest(t.store, ingest_options(cluster));
+    REQUIRE(poll_until(ingest, 10) == 10);
+  }
+  const auto before = ids_of(t.store);
+  REQUIRE(before.size() == 10);
+
+  // As if a crash or a rebalance had lost the newest offsets: back to offset 3.
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("UPDATE factum_kafka_offsets SET next_offset = 3 WHERE name = 'in'");
+  });
+  {
+    Ingest again(t.store, ingest_options(cluster));
+    CHECK(again.offsets().at(0) == 3);
+    CHECK(poll_until(again, 7) == 7);
+    CHECK(again.offsets().at(0) == 10);
+  }
+  // Another ingest name starts at the beginning of the topic.
+  {
+    Ingest other(t.store, ingest_options(cluster, "other"));
+    CHECK(poll_until(other, 10) == 10);
+  }
+  CHECK(t.store.head_position() == 10);
+  CHECK(ids_of(t.store) == before);
+}
+
+TEST_CASE("a record's offset commits in the same transaction as its event") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(4));
+  TempStore t;
+  Ingest ingest(t.store, ingest_options(cluster));
+  // on_appended runs after the commit and before append returns: an offset written by a later
+  // transaction of its own would not be visible yet.
+  std::vector<std::int64_t> seen;  // the stored next offset when each event was committed
+  boost::signals2::scoped_connection c =
+      t.store.on_appended().connect([&](const std::vector<RecordedEvent>&) {
+        t.store.read_sql([&](Sql& sql) {
+          seen.push_back(sql.query_integer("SELECT next_offset FROM factum_kafka_offsets "
+                                           "WHERE name = 'in' AND kafka_partition = 0")
+                             .value_or(-1));
+        });
+      });
+  CHECK(poll_until(ingest, 4) == 4);
+  CHECK(seen == std::vector<std::int64_t>{1, 2, 3, 4});
+}
+
+TEST_CASE("records the relay published keep their event ids, types and order when ingested") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore source;
+  for (int i = 0; i < 6; ++i) {
+    EventData e = test::make_event("bank.Deposited", std::to_string(i));
+    e.schema_version = 2;
+    source.store.append("account-" + std::to_string(i % 2), ExpectedVersion::any(), e);
+  }
+  kafka::RelayOptions relay_options;
+  relay_options.name = "out";
+  relay_options.topic = kTopic;
+  relay_options.kafka = {{"bootstrap.servers", cluster.bootstrap_servers()}};
+  kafka::Relay relay(source.store, relay_options);
+  REQUIRE(relay.publish_once() == 6);
+
+  TempStore target;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [](std::string_view key) { return std::string(key); };
+  Ingest ingest(target.store, options);
+  CHECK(poll_until(ingest, 6) == 6);
+  for (const RecordedEvent& e : source.store.read_all()) {
+    const auto copy = target.store.read_event(e.id);
+    REQUIRE(copy.has_value());
+    CHECK(copy->stream_id == e.stream_id);
+    CHECK(copy->stream_version == e.stream_version);
+    CHECK(copy->type == e.type);
+    CHECK(copy->schema_version == 2);
+    CHECK(copy->payload == e.payload);
+  }
+}
+
+TEST_CASE("a record whose append fails is read again, and its offset is not stored before") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempStore t;
+  bool refuse = true;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [&](std::string_view key) {
+    return refuse && key == "k1" ? std::string() : "payment-" + std::string(key);
+  };
+  Ingest ingest(t.store, options);
+  CHECK_THROWS_AS(poll_until(ingest, 3), InvalidArgument);  // "" is no stream id
+  CHECK(t.store.head_position() == 1);
+  CHECK(ingest.offsets().at(0) == 1);
+  refuse = false;
+  CHECK(poll_until(ingest, 2) == 2);
+  CHECK(t.store.head_position() == 3);
+  CHECK(ingest.offsets().at(0) == 3);
+}
+
+TEST_CASE("an ingest refuses options that name nothing") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = nullptr;
+  CHECK_THROWS_AS(Ingest(t.store, options), InvalidArgument);
+  CHECK_THROWS_AS(Ingest(t.store, ingest_options(cluster, "")), InvalidArgument);
+  options = ingest_options(cluster);
+  options.topic.clear();
+  CHECK_THROWS_AS(Ingest(t.store, options), InvalidArgument);
+}

@@ -1,0 +1,69 @@
+// Test helpers for the Kafka bridge: librdkafka's in-process mock cluster (rdkafka_mock.h) and a
+// plain consumer that reads a topic back from the beginning.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+struct rd_kafka_s;
+struct rd_kafka_mock_cluster_s;
+
+namespace factum::test {
+
+// A mock Kafka cluster of `brokers` brokers (ids 1..brokers) on 127.0.0.1, in this process.
+class MockCluster {
+ public:
+  explicit MockCluster(int brokers = 1);
+  ~MockCluster();
+  MockCluster(const MockCluster&) = delete;
+  MockCluster& operator=(const MockCluster&) = delete;
+
+  // bootstrap.servers for clients of this cluster.
+  std::string bootstrap_servers() const;
+  void create_topic(const std::string& topic, int partitions);
+  // Disconnects broker `id` (-1: all) and refuses new connections; set_up lets them in again.
+  void set_down(int id = -1);
+  void set_up(int id = -1);
+  // Every broker answers each request `ms` milliseconds late.
+  void set_rtt(int ms);
+  // The next `count` Produce requests fail with `error` (an rd_kafka_resp_err_t).
+  void fail_produce_requests(int count, int error);
+
+ private:
+  rd_kafka_s* client_ = nullptr;
+  rd_kafka_mock_cluster_s* cluster_ = nullptr;
+};
+
+// One record read back.
+struct ConsumedRecord {
+  std::string key;
+  std::string value;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::map<std::string, std::string> headers;
+};
+
+// The records of `topic` (partitions 0..partitions-1) from the beginning, in the order the
+// consumer got them (offset order within a partition). Reads until `expected` records came or
+// `timeout` passed, then half a second more, so that records beyond `expected` are seen too.
+std::vector<ConsumedRecord> consume_all(
+    const std::string& bootstrap_servers, const std::string& topic, int partitions,
+    std::size_t expected, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// One record to produce: key, value and headers (name -> value).
+struct RecordToProduce {
+  std::string key;
+  std::string value;
+  std::map<std::string, std::string> headers;
+};
+
+// Produces `records` to `topic` (partition chosen by key) and waits until all are delivered.
+// Throws std::runtime_error when one is not.
+void produce_all(const std::string& bootstrap_servers, const std::string& topic,
+                 const std::vector<RecordToProduce>& records);
+
+}  // namespace factum::test

@@ -1,0 +1,309 @@
+// factum::kafka::Relay against librdkafka's mock cluster: every event published once with its
+// headers and in per-stream order; one category only; resuming from the durable checkpoint;
+// a broker that is down (the checkpoint stays before what was not delivered, nothing is lost);
+// transient produce errors; a full producer queue; options it refuses.
+#include <doctest/doctest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "factum/kafka/headers.hpp"
+#include "factum/kafka/relay.hpp"
+#include "mock_cluster.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace factum;
+using factum::kafka::Relay;
+using factum::kafka::RelayOptions;
+using factum::test::consume_all;
+using factum::test::ConsumedRecord;
+using factum::test::make_event;
+using factum::test::MockCluster;
+using factum::test::TempStore;
+
+namespace {
+
+constexpr const char* kTopic = "events";
+constexpr int kPartitions = 3;
+
+RelayOptions relay_options(const MockCluster& cluster, const std::string& name = "out") {
+  RelayOptions options;
+  options.name = name;
+  options.topic = kTopic;
+  options.kafka = {{"bootstrap.servers", cluster.bootstrap_servers()}, {"linger.ms", "5"}};
+  return options;
+}
+
+// `count` events spread over the streams account-1, account-2 and order-1, in turn.
+void append_round_robin(EventStore& store, int count, int first = 0) {
+  const std::vector<std::string> streams{"account-1", "account-2", "order-1"};
+  for (int i = first; i < first + count; ++i) {
+    store.append(streams[static_cast<std::size_t>(i) % streams.size()], ExpectedVersion::any(),
+                 make_event("test.Happened", "payload-" + std::to_string(i)));
+  }
+}
+
+std::set<std::string> ids_of(const std::vector<ConsumedRecord>& records) {
+  std::set<std::string> out;
+  for (const ConsumedRecord& r : records) out.insert(r.headers.at(kafka::kEventIdHeader));
+  return out;
+}
+
+std::set<std::string> ids_of(const EventStore& store) {
+  std::set<std::string> out;
+  for (const RecordedEvent& e : store.read_all()) out.insert(e.id.to_string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a relay publishes every event of the log once, with its headers, in stream order") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 30);
+  const RecordedEvent cause = *t.store.read_all(1).begin();
+  Metadata metadata = caused_by(cause);
+  metadata.compensates = cause.id;
+  EventData correction = make_event("test.Corrected", "undo");
+  correction.metadata = metadata;
+  correction.schema_version = 3;
+  t.store.append(cause.stream_id, ExpectedVersion::any(), correction);
+
+  Relay relay(t.store, relay_options(cluster));
+  CHECK(relay.publish_once() == 31);
+
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 31);
+  REQUIRE(records.size() == 31);
+  std::map<std::string, std::uint64_t> last_version;  // per key, in consumed order
+  for (const ConsumedRecord& r : records) {
+    const auto stored = t.store.read_event(EventId::parse(r.headers.at(kafka::kEventIdHeader)));
+    REQUIRE(stored.has_value());
+    CHECK(r.key == stored->stream_id);
+    CHECK(r.value == to_string(stored->payload));
+    CHECK(r.headers.at(kafka::kTypeHeader) == stored->type);
+    CHECK(r.headers.at(kafka::kSchemaVersionHeader) == std::to_string(stored->schema_version));
+    CHECK(r.headers.at(kafka::kPositionHeader) == std::to_string(stored->position));
+    CHECK(r.headers.at(kafka::kStreamVersionHeader) == std::to_string(stored->stream_version));
+    CHECK(r.headers.count(kafka::kCompensatesHeader) == (stored->metadata.compensates ? 1 : 0));
+    CHECK(stored->stream_version > last_version[r.key]);  // per key: the stream's order
+    last_version[r.key] = stored->stream_version;
+  }
+  CHECK(ids_of(records) == ids_of(t.store));
+  const ConsumedRecord& last = *std::find_if(
+      records.begin(), records.end(),
+      [](const ConsumedRecord& r) { return r.headers.at(kafka::kPositionHeader) == "31"; });
+  CHECK(last.headers.at(kafka::kCorrelationIdHeader) == cause.id.to_string());
+  CHECK(last.headers.at(kafka::kCausationIdHeader) == cause.id.to_string());
+  CHECK(last.headers.at(kafka::kCompensatesHeader) == cause.id.to_string());
+  CHECK(last.headers.at(kafka::kSchemaVersionHeader) == "3");
+
+  const auto status = relay.status();
+  CHECK(status.checkpoint == 31);
+  CHECK(status.head == 31);
+  CHECK(status.lag == 0);
+  CHECK(status.in_flight == 0);
+  CHECK(status.published == 31);
+  CHECK(status.last_error.empty());
+  CHECK(relay.publish_once() == 0);  // nothing new
+}
+
+TEST_CASE("a relay of one category publishes only that category's events") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 12);  // 4 of them in order-1
+  RelayOptions options = relay_options(cluster);
+  options.category = "order";
+  Relay relay(t.store, options);
+  CHECK(relay.publish_once() == 4);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 4);
+  REQUIRE(records.size() == 4);
+  for (const ConsumedRecord& r : records) CHECK(r.key == "order-1");
+  CHECK(relay.status().checkpoint == 12);
+}
+
+TEST_CASE("a second relay of the same name publishes only the events after the checkpoint") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  {
+    RelayOptions options = relay_options(cluster);
+    options.batch_size = 4;
+    Relay first(t.store, options);
+    CHECK(first.publish_once() == 4);
+  }
+  CHECK(CheckpointStore(t.store).load("kafka-relay:out") == 4);
+  append_round_robin(t.store, 2, 10);
+  Relay second(t.store, relay_options(cluster));
+  CHECK(second.status().checkpoint == 4);
+  CHECK(second.publish_once() == 8);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 12);
+  CHECK(records.size() == 12);  // no event published twice
+  CHECK(ids_of(records) == ids_of(t.store));
+  CHECK(CheckpointStore(t.store).load("kafka-relay:out") == 12);
+}
+
+TEST_CASE("with the broker down the checkpoint stays before undelivered events, none lost") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 5);
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.timeout.ms"] = "1500";
+  options.kafka["reconnect.backoff.max.ms"] = "200";
+  options.idle_wait = std::chrono::milliseconds(50);
+  Relay relay(t.store, options);
+  REQUIRE(relay.publish_once() == 5);
+
+  cluster.set_down();
+  append_round_robin(t.store, 5, 5);
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded with the broker down");
+  } catch (const kafka::DeliveryError& e) {
+    CHECK(e.position() == 6);
+    CHECK(e.subject() == kTopic);
+    CHECK(std::string(e.what()).find("position 6") != std::string::npos);
+  }
+  auto status = relay.status();
+  CHECK(status.checkpoint == 5);
+  CHECK(status.lag == 5);
+  CHECK(status.in_flight == 0);
+  CHECK(status.last_error.find("position 6") != std::string::npos);
+  CHECK(CheckpointStore(t.store).load("kafka-relay:out") == 5);
+
+  // After recovery run() retries the failed batch (the reconnect takes a few attempts).
+  cluster.set_up();
+  {
+    std::jthread runner([&](std::stop_token stop) { relay.run(stop); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (relay.status().checkpoint < 10 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  status = relay.status();
+  CHECK(status.checkpoint == 10);
+  CHECK(status.last_error.empty());
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 10);
+  CHECK(ids_of(records) == ids_of(t.store));
+}
+
+TEST_CASE("transient produce errors are retried without duplicates or reordering") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 20);
+  cluster.fail_produce_requests(3, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS);
+  Relay relay(t.store, relay_options(cluster));
+  CHECK(relay.publish_once() == 20);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 20);
+  REQUIRE(records.size() == 20);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CHECK(records[i].headers.at(kafka::kPositionHeader) == std::to_string(i + 1));
+  }
+}
+
+TEST_CASE(
+    "a produce request the broker rejects fails the batch, and the next batch sends the rest") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 20);
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.timeout.ms"] = "3000";
+  options.batch_size = 10;
+  Relay relay(t.store, options);
+  REQUIRE(relay.publish_once() == 10);
+  cluster.fail_produce_requests(1, RD_KAFKA_RESP_ERR_INVALID_RECORD);  // not retriable
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded though the broker rejected its request");
+  } catch (const kafka::DeliveryError& e) {
+    CHECK(e.position() == 11);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR_INVALID_RECORD);
+  }
+  CHECK(relay.status().checkpoint == 10);
+  // Whatever the rejection cost, the following batches deliver every event.
+  for (int attempt = 0; attempt < 20 && relay.status().checkpoint < 20; ++attempt) {
+    try {
+      relay.publish_once();
+    } catch (const kafka::DeliveryError&) {
+      // the loop tries again
+    }
+  }
+  CHECK(relay.status().checkpoint == 20);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 20);
+  CHECK(ids_of(records) == ids_of(t.store));
+  // In the partition, each event's first appearance follows the log's order.
+  std::set<std::string> seen;
+  std::uint64_t last_first = 0;
+  for (const ConsumedRecord& r : records) {
+    if (!seen.insert(r.headers.at(kafka::kEventIdHeader)).second) continue;
+    const std::uint64_t position = std::stoull(r.headers.at(kafka::kPositionHeader));
+    CHECK(position > last_first);
+    last_first = position;
+  }
+}
+
+TEST_CASE("a full producer queue is waited out, not dropped") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 60);
+  RelayOptions options = relay_options(cluster);
+  options.kafka["queue.buffering.max.messages"] = "4";
+  Relay relay(t.store, options);
+  CHECK(relay.publish_once() == 60);
+  CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 1, 60).size() == 60);
+}
+
+TEST_CASE("status, from another thread, shows the records in flight of a batch in progress") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  cluster.set_rtt(300);  // the broker answers slowly: the batch stays in flight a while
+  Relay relay(t.store, relay_options(cluster));
+  std::uint64_t most_in_flight = 0;
+  {
+    std::jthread runner([&](std::stop_token stop) { relay.run(stop); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (relay.status().checkpoint < 10 && std::chrono::steady_clock::now() < deadline) {
+      const auto status = relay.status();
+      most_in_flight = std::max(most_in_flight, status.in_flight);
+      CHECK(status.checkpoint + status.lag == status.head);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }  // stop requested and joined: run() returns
+  CHECK(most_in_flight > 0);
+  const auto status = relay.status();
+  CHECK(status.checkpoint == 10);
+  CHECK(status.in_flight == 0);
+  CHECK(status.published == 10);
+}
+
+TEST_CASE("a relay refuses options that would weaken its guarantee or name nothing") {
+  MockCluster cluster;
+  TempStore t;
+  RelayOptions options = relay_options(cluster);
+  options.kafka["acks"] = "1";
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.kafka["enable.idempotence"] = "false";
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.kafka["no.such.property"] = "1";
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  CHECK_THROWS_AS(Relay(t.store, relay_options(cluster, "")), InvalidArgument);
+  options = relay_options(cluster);
+  options.topic.clear();
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+}
