@@ -1126,16 +1126,14 @@ class PgWriter {
   }
 
   // What the group's first round trip learns of the log before any of its appends: the stored
-  // streams it names (key, version) and which of its ids (and compensated ids) are stored where.
+  // streams it names (their versions) and which of its ids (and compensated ids) are stored
+  // where.
+  using VersionMap = std::map<std::string, StreamVersion, std::less<>>;
   struct Known {
-    struct Stream {
-      std::int64_t key = 0;
-      StreamVersion version = 0;
-    };
     struct Stored {
       std::string stream;
     };
-    std::map<std::string, Stream, std::less<>> streams;
+    VersionMap streams;
     std::map<EventId, Stored> ids;
   };
 
@@ -1153,7 +1151,6 @@ class PgWriter {
       ++rows_.back().count;
       return rows_.back().params;
     }
-    bool empty() const noexcept { return streams_.empty() && rows_.empty(); }
     // Sends the statements to `q` and empties the batch.
     void send(Pipeline& q) {
       for (const Params& stream : streams_) {
@@ -1199,7 +1196,7 @@ class PgWriter {
     bool valid = false;
     std::int64_t commits = 0;
     Tail tail;
-    std::map<std::string, Known::Stream, std::less<>> streams;  // versions of stored streams
+    VersionMap streams;  // versions of stored streams
   };
   static constexpr std::size_t kMaxCachedStreams = 100000;
 
@@ -1294,8 +1291,7 @@ class PgWriter {
         next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
                                                 r[r.size() - 2].int64(0, 1, next.commits));
         next.tail = tail;
-        for (const auto& [stream, version] : decided)
-          next.streams[std::string(stream)].version = version;
+        for (const auto& [stream, version] : decided) next.streams[std::string(stream)] = version;
         for (std::string_view stream : forget) {
           if (const auto it = next.streams.find(stream); it != next.streams.end()) {
             next.streams.erase(it);
@@ -1349,7 +1345,7 @@ class PgWriter {
       if (p->hook != nullptr) return false;
       for (const AppendView& a : p->appends) {
         const auto it = cache_.streams.find(a.stream);
-        if (it == cache_.streams.end() || !a.expected.matches(it->second.version) ||
+        if (it == cache_.streams.end() || !a.expected.matches(it->second) ||
             !known.streams.emplace(it->first, it->second).second) {
           return false;
         }
@@ -1408,8 +1404,7 @@ class PgWriter {
     }
     cache_.commits = commits;
     cache_.tail = tail;
-    for (const auto& [stream, version] : decided)
-      cache_.streams.find(stream)->second.version = version;
+    for (const auto& [stream, version] : decided) cache_.streams.find(stream)->second = version;
     return true;
   }
 
@@ -1444,7 +1439,7 @@ class PgWriter {
     Params stream_params;
     stream_params.own(std::move(streams));
     first.send(
-        "SELECT s.stream_id, s.stream_key, (SELECT max(e.stream_version) FROM events e WHERE "
+        "SELECT s.stream_id, (SELECT max(e.stream_version) FROM events e WHERE "
         "e.stream_key = s.stream_key) FROM streams s WHERE s.stream_id = ANY "
         "(string_to_array($1, E'\\n'))",
         stream_params);
@@ -1459,8 +1454,8 @@ class PgWriter {
     const Tail tail = head_row(r[1]);
     if (!r[1].int64(0, 2, commits)) bad_head();
     for (int i = 0; i < r[2].rows(); ++i) {
-      known.streams[std::string(r[2].text(i, 0))] = {
-          r[2].int64_or(i, 1, 0), static_cast<StreamVersion>(r[2].int64_or(i, 2, 0))};
+      known.streams[std::string(r[2].text(i, 0))] =
+          static_cast<StreamVersion>(r[2].int64_or(i, 1, 0));
     }
     for (int i = 0; i < r[3].rows(); ++i) {
       std::optional<EventId> id;
@@ -1493,7 +1488,7 @@ class PgWriter {
     // Every check first, so that nothing of `p` is added to `out` when one fails.
     for (const AppendView& a : p.appends) {
       const auto stream = known.streams.find(a.stream);
-      const StreamVersion current = stream != known.streams.end() ? stream->second.version : 0;
+      const StreamVersion current = stream != known.streams.end() ? stream->second : 0;
       if (!a.expected.matches(current)) {
         for (const EventData& e : a.events.subspan(1)) {
           const auto stored = known.ids.find(e.id);
@@ -1526,7 +1521,7 @@ class PgWriter {
     Tail t = tail;
     for (const AppendView& a : p.appends) {
       const auto stream = known.streams.find(a.stream);
-      StreamVersion version = stream != known.streams.end() ? stream->second.version : 0;
+      StreamVersion version = stream != known.streams.end() ? stream->second : 0;
       if (stream == known.streams.end()) out.add_stream(a.stream);
       AppendResult result;
       result.first_position = t.position + 1;
