@@ -2,11 +2,15 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "client.hpp"
 #include "offsets.hpp"
@@ -48,12 +52,12 @@ void check(const IngestOptions& options) {
   if (options.max_records == 0) throw InvalidArgument(what + "needs max_records > 0");
 }
 
-// The record whose append is under way, and whether its offset went into that transaction.
+// The records whose append is under way: their event ids, and the next offset of each
+// partition they come from, which the first of their stream appends writes in its transaction.
 struct Pending {
-  EventId id;
-  std::int32_t partition = 0;
-  std::int64_t next_offset = 0;
-  bool offset_written = false;
+  std::unordered_set<EventId> ids;
+  std::map<std::int32_t, std::int64_t> next_offsets;
+  bool offsets_written = false;
 };
 
 // What the on_appending slot needs. Shared with the slot, so that a slot still running on
@@ -62,12 +66,19 @@ struct OffsetHook {
   OffsetHook(std::string ingest_name, std::string ingest_topic)
       : name(std::move(ingest_name)), topic(std::move(ingest_topic)) {}
 
-  // Runs inside every append's transaction of this process, on the committing thread.
+  // Runs inside every stream append's transaction of this process, on the committing thread;
+  // writes the offsets once, in the transaction of the ingest's own append (an append_multi of
+  // several records calls it once per record that writes an event).
   void on_appending(AppendTransaction& tx) {
     std::lock_guard lock(mu);
-    if (!pending || tx.events().empty() || tx.events().front().id != pending->id) return;
-    detail::save_offset(tx.sql(), name, topic, pending->partition, pending->next_offset);
-    pending->offset_written = true;
+    if (!pending || pending->offsets_written || tx.events().empty() ||
+        !pending->ids.contains(tx.events().front().id)) {
+      return;
+    }
+    for (const auto& [partition, next] : pending->next_offsets) {
+      detail::save_offset(tx.sql(), name, topic, partition, next);
+    }
+    pending->offsets_written = true;
   }
 
   void set(Pending next) {
@@ -77,7 +88,7 @@ struct OffsetHook {
 
   Pending take() {
     std::lock_guard lock(mu);
-    Pending out = pending.value_or(Pending{});
+    Pending out = std::move(pending).value_or(Pending{});
     pending.reset();
     return out;
   }
@@ -86,6 +97,14 @@ struct OffsetHook {
   const std::string topic;
   std::mutex mu;
   std::optional<Pending> pending;  // guarded by mu
+};
+
+// One consumed record and the event it becomes.
+struct Ingested {
+  std::string stream;
+  EventData event;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
 };
 
 }  // namespace
@@ -107,24 +126,31 @@ class Ingest::Impl {
     if (consumer_) static_cast<void>(rd_kafka_consumer_close(consumer_.get()));
   }
 
+  // Polls up to max_records records, then appends them in as few transactions as it can (see
+  // append_chunk). A consumer error ends the poll: the records before it are appended first.
   std::size_t poll_once() {
-    std::size_t handled = 0;
+    std::vector<Ingested> batch;
+    std::optional<KafkaError> error;
     int timeout = static_cast<int>(options_.poll_timeout.count());
-    while (handled < options_.max_records) {
+    while (batch.size() < options_.max_records) {
       const Message record(rd_kafka_consumer_poll(consumer_.get(), timeout));
       timeout = 0;
       if (!record) break;
       if (record->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
-      if (record->err != RD_KAFKA_RESP_ERR_NO_ERROR) throw consumer_error(*record);
-      try {
-        ingest(*record);
-      } catch (...) {
-        assign_stored_offsets();  // read the failed record again next time
-        throw;
+      if (record->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        error = consumer_error(*record);
+        break;
       }
-      ++handled;
+      batch.push_back(ingested(*record));
     }
-    return handled;
+    try {
+      append_all(batch);
+    } catch (...) {
+      assign_stored_offsets();  // read the failed record again next time
+      throw;
+    }
+    if (error) throw *error;
+    return batch.size();
   }
 
   void run(std::stop_token stop) {
@@ -146,6 +172,24 @@ class Ingest::Impl {
     std::map<std::int32_t, std::int64_t> out;
     store_.read_sql(
         [&](Sql& sql) { out = detail::load_offsets(sql, options_.name, options_.topic); });
+    return out;
+  }
+
+  std::map<std::int32_t, std::int64_t> end_offsets() const {
+    std::map<std::int32_t, std::int64_t> out;
+    for (std::int32_t p = 0; p < partition_count_; ++p) {
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      const rd_kafka_resp_err_t error = rd_kafka_query_watermark_offsets(
+          consumer_.get(), options_.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
+      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        throw KafkaError(options_.topic, static_cast<int>(error),
+                         "factum kafka: ingest '" + options_.name + "' cannot read the end of " +
+                             "partition " + std::to_string(p) + " of topic '" + options_.topic +
+                             "': " + rd_kafka_err2str(error));
+      }
+      out[p] = high;
+    }
     return out;
   }
 
@@ -209,24 +253,73 @@ class Ingest::Impl {
                           rd_kafka_message_errstr(&record));
   }
 
-  // Appends the record's event; its offset commits in the same transaction (on_appending), or,
-  // when the event is stored already (a retry writes nothing), on its own.
-  void ingest(const rd_kafka_message_t& record) {
-    const EventData event = detail::record_event(record, options_.topic, options_.event_type);
+  Ingested ingested(const rd_kafka_message_t& record) const {
     const std::string_view key(static_cast<const char*>(record.key), record.key_len);
-    const std::string stream = options_.stream_for_key(key);
-    offsets_->set(Pending{event.id, record.partition, record.offset + 1, false});
+    return Ingested{options_.stream_for_key(key),
+                    detail::record_event(record, options_.topic, options_.event_type),
+                    record.partition, record.offset};
+  }
+
+  // Appends `batch` in order, in chunks without a repeated event id (append_multi refuses an id
+  // twice in one call; a topic the relay wrote twice holds such repeats).
+  void append_all(const std::vector<Ingested>& batch) {
+    std::unordered_set<EventId> ids;
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (ids.insert(batch[i].event.id).second) continue;
+      append_chunk(std::span(batch).subspan(begin, i - begin));
+      begin = i;
+      ids = {batch[i].event.id};
+    }
+    if (begin < batch.size()) append_chunk(std::span(batch).subspan(begin));
+  }
+
+  // One transaction for the whole chunk (append_multi, a part per record, so that each record
+  // is recognised as a retry or not on its own), with the offsets written in it. When that
+  // fails, the records go one by one, so that those before a bad record are stored and the
+  // error names the bad one.
+  void append_chunk(std::span<const Ingested> chunk) {
+    if (chunk.size() > 1) {
+      try {
+        append_in_one(chunk);
+        return;
+      } catch (const Error&) {
+        // One record at a time below: the same failure comes back at the record that causes it.
+      }
+    }
+    for (const Ingested& one : chunk) append_in_one(std::span(&one, 1));
+  }
+
+  void append_in_one(std::span<const Ingested> chunk) {
+    Pending pending;
+    std::vector<StreamAppend> parts;
+    parts.reserve(chunk.size());
+    for (const Ingested& r : chunk) {
+      pending.ids.insert(r.event.id);
+      auto& next = pending.next_offsets[r.partition];
+      next = std::max(next, r.offset + 1);
+      parts.push_back(StreamAppend{r.stream, ExpectedVersion::any(), {r.event}});
+    }
+    const auto next_offsets = pending.next_offsets;
+    offsets_->set(std::move(pending));
     bool written = false;
     try {
-      store_.append(stream, ExpectedVersion::any(), event);
-      written = offsets_->take().offset_written;
+      if (parts.size() == 1) {
+        store_.append(parts[0].stream, ExpectedVersion::any(), parts[0].events);
+      } else {
+        store_.append_multi(parts);
+      }
+      written = offsets_->take().offsets_written;
     } catch (...) {
       static_cast<void>(offsets_->take());
       throw;
     }
     if (written) return;
+    // Every record was stored already (a retry writes nothing): the offsets on their own.
     store_.write_sql([&](Sql& sql) {
-      detail::save_offset(sql, options_.name, options_.topic, record.partition, record.offset + 1);
+      for (const auto& [partition, next] : next_offsets) {
+        detail::save_offset(sql, options_.name, options_.topic, partition, next);
+      }
     });
   }
 
@@ -249,5 +342,7 @@ std::size_t Ingest::poll_once() { return impl_->poll_once(); }
 void Ingest::run(std::stop_token stop) { impl_->run(stop); }
 
 std::map<std::int32_t, std::int64_t> Ingest::offsets() const { return impl_->offsets(); }
+
+std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const { return impl_->end_offsets(); }
 
 }  // namespace factum::kafka

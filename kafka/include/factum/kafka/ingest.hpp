@@ -20,16 +20,17 @@
 // Every field is a function of the record alone, so consuming a record again gives the same
 // event, which the store recognises as a retry and does not write again.
 //
-// Guarantee (effectively once into the store): the partition's next offset is written in the
-// same transaction as the appended event (table factum_kafka_offsets, on_appending), and the
+// Guarantee (effectively once into the store): the partitions' next offsets are written in the
+// same transaction as the appended events (table factum_kafka_offsets, on_appending; the records
+// of one poll share one transaction, an append_multi with one part per record), and the
 // ingest starts each partition at its stored offset. A crash, a restart, or reading a partition
 // again from an earlier offset (another ingest name, a reset) therefore adds no duplicate.
 //
 // Not yet: consumer groups (the ingest assigns itself every partition of the topic; run one
-// ingest per name), batching several records into one append.
+// ingest per name).
 //
-// Thread-safety: one thread consumes (poll_once or run) at a time; offsets() may be called from
-// any thread. The store may be used by other threads meanwhile.
+// Thread-safety: one thread consumes (poll_once or run) at a time; offsets() and end_offsets()
+// may be called from any thread. The store may be used by other threads meanwhile.
 #pragma once
 
 #include <chrono>
@@ -79,8 +80,11 @@ class Ingest {
   Ingest& operator=(const Ingest&) = delete;
 
   // Consumes up to max_records records (waiting up to poll_timeout for the first) and appends
-  // each, with its partition's next offset, in one transaction per record. Returns how many
-  // records were handled (appended, or recognised as stored already). Throws what append throws
+  // them, with their partitions' next offsets, in one transaction (append_multi, one part per
+  // record; a repeated event id starts another transaction). When that transaction fails, the
+  // records are appended one by one, each in its own transaction, so the records before a bad
+  // one are stored and the error is the bad record's. Returns how many records were handled
+  // (appended, or recognised as stored already). Throws what append throws
   // (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored with
   // other content or in another stream, StorageError); the consumer then goes back to the stored
   // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
@@ -95,6 +99,12 @@ class Ingest {
   // The stored next offset of each partition of the topic (partitions without one are absent).
   // Throws StorageError.
   std::map<std::int32_t, std::int64_t> offsets() const;
+
+  // The end of each partition of the topic, asked of the broker (its high watermark: the offset
+  // the next record produced will get), for every partition the ingest reads. The records still
+  // to ingest are end_offsets()[p] - offsets()[p] (from the start of the partition when no offset
+  // is stored). Waits up to 10 s per partition. Throws KafkaError.
+  std::map<std::int32_t, std::int64_t> end_offsets() const;
 
  private:
   class Impl;
