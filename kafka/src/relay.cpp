@@ -2,9 +2,11 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -24,6 +26,18 @@ constexpr int kCloseFlushMs = 5000;
 struct Outcome {
   bool done = false;
   rd_kafka_resp_err_t error = RD_KAFKA_RESP_ERR_NO_ERROR;
+  std::size_t* batch_pending = nullptr;  // its batch's count of reports still to come
+};
+
+// Events read after the checkpoint, handed to the producer together. Held by unique_ptr: the
+// producer keeps pointers to its outcomes until their delivery reports come.
+struct Batch {
+  explicit Batch(std::vector<RecordedEvent> read)
+      : events(std::move(read)), outcomes(events.size()) {}
+  std::vector<RecordedEvent> events;
+  std::vector<Outcome> outcomes;  // never resized: the producer points into it
+  std::size_t pending = 0;        // records handed over without a report yet
+  bool refused = false;           // the producer refused a record: the rest was not handed over
 };
 
 // Refuses a property the caller set to something else than the relay's guarantee needs.
@@ -84,17 +98,35 @@ class Relay::Impl {
   }
 
   std::size_t publish_once() {
-    const std::vector<RecordedEvent> batch = next_batch();
-    if (batch.empty()) return 0;
-    std::vector<Outcome> outcomes(batch.size());
-    produce_all(batch, outcomes);
+    const auto batch = std::make_unique<Batch>(next_batch(checkpoint() + 1));
+    if (batch->events.empty()) return 0;
+    produce_all(*batch);
+    const std::size_t confirmed = confirm(*batch);
+    record_error("");
+    return confirmed;
+  }
+
+  // Batches back to back until none is left (or `stop`): batch N+1 is handed to the producer
+  // before the reports of batch N are waited for, so the producer does not go idle between
+  // batches; the checkpoint moves after each batch, as publish_once moves it.
+  std::size_t publish_available(std::stop_token stop) {
+    std::unique_ptr<Batch> current = std::make_unique<Batch>(next_batch(checkpoint() + 1));
+    std::unique_ptr<Batch> next;
+    if (current->events.empty()) return 0;
+    const SettleOnExit settle_first{*this};  // declared after the batches: runs before they go
+    hand_over(*current);
     std::size_t confirmed = 0;
-    while (confirmed < batch.size() && outcomes[confirmed].done &&
-           outcomes[confirmed].error == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      ++confirmed;
+    for (;;) {
+      if (!stop.stop_requested() && !current->refused) {
+        next = std::make_unique<Batch>(next_batch(current->events.back().position + 1));
+        hand_over(*next);
+      }
+      settle(*current);
+      if (next && !confirmed_whole(*current)) settle(*next);  // every report in before the error
+      confirmed += confirm(*current);
+      if (!next || next->events.empty()) break;
+      current = std::move(next);
     }
-    if (confirmed > 0) advance(batch[confirmed - 1].position, confirmed);
-    if (confirmed < batch.size()) fail(batch[confirmed], outcomes[confirmed].error);
     record_error("");
     return confirmed;
   }
@@ -105,7 +137,7 @@ class Relay::Impl {
     while (!stop.stop_requested()) {
       std::size_t published = 0;
       try {
-        published = publish_once();
+        published = publish_available(stop);
       } catch (const Error& e) {
         record_error(e.what());
       }
@@ -137,6 +169,7 @@ class Relay::Impl {
     if (self == nullptr || outcome == nullptr) return;
     outcome->done = true;
     outcome->error = message->err;
+    if (outcome->batch_pending != nullptr) --*outcome->batch_pending;
     --self->pending_;
     --self->in_flight_;
   }
@@ -156,8 +189,8 @@ class Relay::Impl {
     return checkpoint_;
   }
 
-  std::vector<RecordedEvent> next_batch() const {
-    const Position from = checkpoint() + 1;
+  // Up to batch_size events from position `from` on.
+  std::vector<RecordedEvent> next_batch(Position from) const {
     std::vector<RecordedEvent> out;
     const EventRange range = options_.category.empty()
                                  ? store_.read_all(from)
@@ -169,22 +202,64 @@ class Relay::Impl {
     return out;
   }
 
+  // Waits for every report of the records in flight when it is destroyed (an exception leaving
+  // publish_available), before the batches their outcomes live in are freed.
+  struct SettleOnExit {
+    Impl& impl;
+    ~SettleOnExit() { impl.settle(); }
+  };
+
   // Hands the batch to the producer in order, stopping at the first record it refuses (that
-  // record's outcome says why), then waits for every delivery report.
-  void produce_all(const std::vector<RecordedEvent>& batch, std::vector<Outcome>& outcomes) {
-    try {
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        const rd_kafka_resp_err_t refused = produce(batch[i], outcomes[i]);
-        if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) {
-          outcomes[i] = {true, refused};
-          break;
-        }
+  // record's outcome says why). Does not wait for reports.
+  void hand_over(Batch& batch) {
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      Outcome& outcome = batch.outcomes[i];
+      outcome.batch_pending = &batch.pending;
+      const rd_kafka_resp_err_t refused = produce(batch.events[i], outcome);
+      if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        outcome = {true, refused, nullptr};
+        batch.refused = true;
+        return;
       }
+      ++batch.pending;
+    }
+  }
+
+  // hand_over, then every report of the batch.
+  void produce_all(Batch& batch) {
+    try {
+      hand_over(batch);
     } catch (...) {
       settle();
       throw;
     }
     settle();
+  }
+
+  // Serves delivery reports until the batch has all of its own.
+  void settle(Batch& batch) {
+    while (batch.pending > 0) rd_kafka_poll(producer_.get(), kPollMs);
+  }
+
+  static bool confirmed_whole(const Batch& batch) {
+    return std::all_of(batch.outcomes.begin(), batch.outcomes.end(), [](const Outcome& o) {
+      return o.done && o.error == RD_KAFKA_RESP_ERR_NO_ERROR;
+    });
+  }
+
+  // Moves the checkpoint over the batch's confirmed prefix; throws DeliveryError for the first
+  // event after it. Every report of the batch is in.
+  std::size_t confirm(const Batch& batch) {
+    std::size_t confirmed = 0;
+    while (confirmed < batch.events.size() && batch.outcomes[confirmed].done &&
+           batch.outcomes[confirmed].error == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ++confirmed;
+    }
+    if (confirmed > 0) advance(batch.events[confirmed - 1].position, confirmed);
+    if (confirmed < batch.events.size()) {
+      fail(batch.events[confirmed], batch.outcomes[confirmed].error);
+    }
+    return confirmed;
   }
 
   // One record; a full queue is polled and retried, never dropped. Returns the error of a
@@ -272,6 +347,10 @@ Relay::~Relay() = default;
 std::size_t Relay::publish_once() { return impl_->publish_once(); }
 
 void Relay::run(std::stop_token stop) { impl_->run(stop); }
+
+std::size_t Relay::publish_available(std::stop_token stop) {
+  return impl_->publish_available(stop);
+}
 
 RelayStatus Relay::status() const { return impl_->status(); }
 

@@ -196,6 +196,55 @@ TEST_CASE("with the broker down the checkpoint stays before undelivered events, 
   CHECK(ids_of(records) == ids_of(t.store));
 }
 
+TEST_CASE("publish_available publishes every event in overlapping batches, checkpoint at the end") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 50);
+  RelayOptions options = relay_options(cluster);
+  options.batch_size = 7;  // 8 batches, the last one short
+  Relay relay(t.store, options);
+  CHECK(relay.publish_available() == 50);
+  const auto status = relay.status();
+  CHECK(status.checkpoint == 50);
+  CHECK(status.published == 50);
+  CHECK(status.in_flight == 0);
+  CHECK(relay.publish_available() == 0);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 50);
+  CHECK(records.size() == 50);
+  CHECK(ids_of(records) == ids_of(t.store));
+  // Each stream's records arrive in its version order.
+  std::map<std::string, long> last;
+  for (const ConsumedRecord& r : records) {
+    const long version = std::stol(r.headers.at(kafka::kStreamVersionHeader));
+    CHECK(version == last[r.key] + 1);
+    last[r.key] = version;
+  }
+}
+
+TEST_CASE("publish_available with the broker down throws for the first unconfirmed event") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 5);
+  RelayOptions options = relay_options(cluster);
+  options.batch_size = 5;
+  options.kafka["message.timeout.ms"] = "1500";
+  Relay relay(t.store, options);
+  REQUIRE(relay.publish_available() == 5);
+  cluster.set_down();
+  append_round_robin(t.store, 12, 5);  // three batches: 6-10, 11-15, 16-17
+  try {
+    relay.publish_available();
+    FAIL("publish_available succeeded with the broker down");
+  } catch (const kafka::DeliveryError& e) {
+    CHECK(e.position() == 6);
+  }
+  CHECK(relay.status().checkpoint == 5);
+  CHECK(relay.status().in_flight == 0);  // the batch after the failed one is settled too
+  cluster.set_up();
+}
+
 TEST_CASE("transient produce errors are retried without duplicates or reordering") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);

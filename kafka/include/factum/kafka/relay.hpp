@@ -92,8 +92,18 @@ class Relay {
   // CorruptEventError, StorageError.
   std::size_t publish_once();
 
-  // Calls publish_once until `stop` is requested, waiting idle_wait when there is nothing to
-  // publish; a failed batch (any factum::Error) is recorded in status().last_error and retried
+  // Publishes every event after the checkpoint (and those appended meanwhile), batch_size at a
+  // time, each batch handed to the producer before the previous one's delivery reports are
+  // waited for, so that the producer does not go idle between batches (publish_once in a loop
+  // waits one round trip per batch). The checkpoint moves after each batch as publish_once moves
+  // it. Stops after the batch in hand once `stop` is requested. Returns how many events were
+  // confirmed. Throws what publish_once throws, once every record handed over is settled (the
+  // checkpoint has moved past the batches before the failed one; the confirmed events of the
+  // batch after it are published again later).
+  std::size_t publish_available(std::stop_token stop = {});
+
+  // Calls publish_available until `stop` is requested, waiting idle_wait when there is nothing
+  // to publish; a failed batch (any factum::Error) is recorded in status().last_error and retried
   // after idle_wait. Returns when stop is requested (within about idle_wait, or once the batch
   // in hand is settled). Throws only what is not a factum::Error (std::bad_alloc, say).
   void run(std::stop_token stop);
