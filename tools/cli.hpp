@@ -46,5 +46,8 @@ void add_audit_command(CLI::App& app, Action& action);        // audit
 void add_export_command(CLI::App& app, Action& action);       // export
 void add_import_command(CLI::App& app, Action& action);       // import
 void add_projection_commands(CLI::App& app, Action& action);  // projections, checkpoint reset
+#ifdef FACTUM_HAVE_KAFKA
+void add_kafka_commands(CLI::App& app, Action& action);  // relay, ingest (docs/kafka.md)
+#endif
 
 }  // namespace factum::cli

@@ -13,9 +13,9 @@ constexpr const char* kFooter =
     "Exit status: 0 ok; 1 error (missing file, not a factum store, unknown stream or event, bad "
     "input, output not written); 2 usage (also a numeric option out of its range); 3 the log is "
     "damaged (verify found a break, a command met an event whose hash does not match, or the "
-    "file is corrupt); 130 interrupted.\nEvery command but import and checkpoint reset opens the "
-    "store "
-    "read-only. DB is a store file or a PostgreSQL URI (postgresql://...). See docs/cli.md.";
+    "file is corrupt); 130 interrupted.\nEvery command but import, checkpoint reset, relay and "
+    "ingest opens the store read-only. DB is a store file or a PostgreSQL URI (postgresql://...). "
+    "See docs/cli.md.";
 
 }  // namespace
 
@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   add_export_command(app, action);
   add_import_command(app, action);
   add_projection_commands(app, action);
+#ifdef FACTUM_HAVE_KAFKA
+  add_kafka_commands(app, action);
+#endif
   if (argc < 2) {  // like git: no command, the usage
     std::cerr << app.help();
     return kUsage;

@@ -1,0 +1,202 @@
+// `factum relay` and `factum ingest` end to end: the factum binary, a child process, talks to a
+// librdkafka mock cluster that lives in this test process (reached through its bootstrap
+// servers), which also reads the topics back and produces ingest input (labels "tools", "kafka").
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli_fixture.hpp"
+#include "mock_cluster.hpp"
+
+using namespace factum;
+using namespace factum::test;
+
+namespace {
+
+constexpr const char* kTopic = "bank";
+
+std::vector<std::string> relay_args(const SampleStore& s, const MockCluster& cluster,
+                                    std::vector<std::string> more = {}) {
+  std::vector<std::string> args{"relay",   s.file(), "--brokers", cluster.bootstrap_servers(),
+                                "--topic", kTopic,   "--name",    "out"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::vector<std::string> ingest_args(const std::filesystem::path& db, const MockCluster& cluster,
+                                     std::vector<std::string> more = {}) {
+  std::vector<std::string> args{"ingest",  db.string(), "--brokers", cluster.bootstrap_servers(),
+                                "--topic", kTopic,      "--name",    "in"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::vector<RecordToProduce> records(int count) {
+  std::vector<RecordToProduce> out;
+  for (int i = 0; i < count; ++i) {
+    RecordToProduce r;
+    r.key = "k";
+    r.key += std::to_string(i % 3);
+    r.value = "v";
+    r.value += std::to_string(i);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// A fresh, empty store file.
+std::filesystem::path empty_store(const TempDir& dir) {
+  const std::filesystem::path path = dir.file("target.db");
+  EventStore::open(path, TempStore::fast_options());
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("relay --once publishes every event of the log and prints the final status") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"--once", "--json"}));
+  CHECK(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["published"] == 8);
+  CHECK(j["checkpoint"] == 8);
+  CHECK(j["head"] == 8);
+  CHECK(j["lag"] == 0);
+  const auto got = consume_all(cluster.bootstrap_servers(), kTopic, 2, 8);
+  CHECK(got.size() == 8);
+}
+
+TEST_CASE("relay --once again publishes nothing: its checkpoint is in the store") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  REQUIRE(run_cli(relay_args(s, cluster, {"--once"})).code == 0);
+  const CliResult again = run_cli(relay_args(s, cluster, {"--once"}));
+  CHECK(again.code == 0);
+  CHECK(contains(again.out, "relay 'out' published 0 events to topic 'bank'; checkpoint 8"));
+  CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 1, 8).size() == 8);
+}
+
+TEST_CASE("relay --category publishes one category only") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  const CliResult r =
+      run_cli(relay_args(s, cluster, {"--category", "account", "--once", "--json"}));
+  CHECK(r.code == 0);
+  CHECK(Json::parse(r.out)["published"] == 5);
+  for (const ConsumedRecord& record : consume_all(cluster.bootstrap_servers(), kTopic, 1, 5)) {
+    CHECK(record.key.rfind("account-", 0) == 0);
+  }
+}
+
+TEST_CASE("relay follows the log, printing progress, until SIGTERM ends it with exit 0") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  CliProcess relay(relay_args(s, cluster));
+  CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 1, 8).size() == 8);
+  relay.signal(SIGTERM);
+  const CliResult r = relay.wait();
+  CHECK(r.code == 0);
+  CHECK(contains(r.err, "relay 'out': published 8, checkpoint 8, lag 0"));
+  CHECK(contains(r.out, "relay 'out' published 8 events"));
+}
+
+TEST_CASE("ingest --once appends every record to PREFIX + key, with its offsets, and exits") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(6));
+  TempDir dir;
+  const auto db = empty_store(dir);
+  const CliResult r =
+      run_cli(ingest_args(db, cluster, {"--stream-prefix", "pay-", "--once", "--json"}));
+  CHECK(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["records"] == 6);
+  CHECK(j["lag"] == 0);
+  CHECK(j["offsets"]["0"] == 6);
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  CHECK(store.head_position() == 6);
+  CHECK(store.stream_version("pay-k0") == 2);
+}
+
+TEST_CASE("ingest --once again appends nothing, and the stream prefix defaults to the topic") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(6));
+  TempDir dir;
+  const auto db = empty_store(dir);
+  REQUIRE(run_cli(ingest_args(db, cluster, {"--once"})).code == 0);
+  const CliResult again = run_cli(ingest_args(db, cluster, {"--once"}));
+  CHECK(again.code == 0);
+  CHECK(contains(again.out, "ingest 'in' handled 0 records of topic 'bank'; lag 0"));
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  CHECK(store.head_position() == 6);
+  CHECK(store.stream_version("bank-k1") == 2);
+}
+
+TEST_CASE("ingest follows the topic, printing progress, until SIGTERM ends it with exit 0") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempDir dir;
+  const auto db = empty_store(dir);
+  CliProcess ingest(ingest_args(db, cluster));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  while (store.head_position() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ingest.signal(SIGTERM);
+  const CliResult r = ingest.wait();
+  CHECK(r.code == 0);
+  CHECK(store.head_position() == 3);
+  CHECK(contains(r.err, "ingest 'in': appended 3"));
+  CHECK(contains(r.out, "ingest 'in' handled 3 records"));
+}
+
+TEST_CASE("relay and ingest refuse a missing store with one line, and need their options") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempDir dir;
+  const std::string missing = dir.file("missing.db").string();
+  const CliResult relay = run_cli({"relay", missing, "--brokers", cluster.bootstrap_servers(),
+                                   "--topic", kTopic, "--name", "out", "--once"});
+  CHECK(relay.code == 1);
+  CHECK(one_line_error(relay));
+  CHECK_FALSE(std::filesystem::exists(missing));
+  const CliResult ingest = run_cli({"ingest", missing, "--brokers", cluster.bootstrap_servers(),
+                                    "--topic", kTopic, "--name", "in", "--once"});
+  CHECK(ingest.code == 1);
+  CHECK(one_line_error(ingest));
+  SampleStore s;
+  CHECK(run_cli({"relay", s.file(), "--topic", kTopic, "--name", "out"}).code == 2);
+  CHECK(run_cli({"ingest", s.file(), "--brokers", "x:1", "--name", "in"}).code == 2);
+  CHECK(run_cli({"relay", s.file(), "--brokers", "x:1", "--topic", kTopic}).code == 2);
+  CHECK(run_cli(relay_args(s, cluster, {"-X", "novalue"})).code == 2);
+}
+
+TEST_CASE("relay --once with the broker down fails after --timeout with one line, exit 1") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  cluster.set_down();
+  const CliResult r = run_cli(relay_args(s, cluster, {"--once", "--timeout", "1"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "position 1"));
+  cluster.set_up();
+}
+
+TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1") {
+  MockCluster cluster;
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"-X", "no.such.property=1", "--once"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "no.such.property"));
+}
