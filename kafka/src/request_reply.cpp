@@ -1,0 +1,222 @@
+#include "factum/kafka/request_reply.hpp"
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <utility>
+
+#include "client.hpp"
+#include "factum/kafka/headers.hpp"
+
+namespace factum::kafka {
+namespace {
+
+constexpr int kMetadataTimeoutMs = 10000;
+constexpr int kPollMs = 50;
+
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
+};
+using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+
+struct PartitionsDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDeleter>;
+
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* metadata) const noexcept {
+    rd_kafka_metadata_destroy(metadata);
+  }
+};
+
+struct TopicDeleter {
+  void operator()(rd_kafka_topic_t* topic) const noexcept { rd_kafka_topic_destroy(topic); }
+};
+
+// The command's fate, written by its delivery report.
+struct Sent {
+  bool done = false;
+  rd_kafka_resp_err_t error = RD_KAFKA_RESP_ERR_NO_ERROR;
+};
+
+void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
+  auto* sent = static_cast<Sent*>(message->_private);
+  if (sent == nullptr) return;
+  sent->done = true;
+  sent->error = message->err;
+}
+
+std::map<std::string, std::string> headers_of(const rd_kafka_message_t& message) {
+  std::map<std::string, std::string> out;
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(&message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+  const char* name = nullptr;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  for (std::size_t i = 0;
+       rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+       ++i) {
+    out[name] =
+        value == nullptr ? std::string() : std::string(static_cast<const char*>(value), size);
+  }
+  return out;
+}
+
+rd_kafka_vu_t vu(rd_kafka_vtype_t type) {
+  rd_kafka_vu_t out{};
+  out.vtype = type;
+  return out;
+}
+
+rd_kafka_vu_t memory(rd_kafka_vtype_t type, const std::string& bytes) {
+  rd_kafka_vu_t out = vu(type);
+  // RD_KAFKA_MSG_F_COPY: librdkafka copies the bytes and never writes through the pointer.
+  out.u.mem.ptr = const_cast<char*>(bytes.data());
+  out.u.mem.size = bytes.size();
+  return out;
+}
+
+}  // namespace
+
+class Requester::Impl {
+ public:
+  explicit Impl(RequesterOptions options) : options_(std::move(options)) {
+    if (options_.reply_topic.empty()) {
+      throw InvalidArgument("factum kafka: a requester needs a reply_topic");
+    }
+    detail::Conf producer_conf = detail::make_conf(options_.kafka);
+    detail::set_property(*producer_conf, "enable.idempotence", "true");
+    rd_kafka_conf_set_dr_msg_cb(producer_conf.get(), &on_delivery);
+    producer_ = detail::make_client(RD_KAFKA_PRODUCER, std::move(producer_conf), "requester");
+    std::map<std::string, std::string> consumer_properties = options_.kafka;
+    consumer_properties.try_emplace("group.id", "factum-requester");
+    consumer_properties["enable.auto.commit"] = "false";
+    consumer_properties["enable.auto.offset.store"] = "false";
+    consumer_ = detail::make_client(RD_KAFKA_CONSUMER, detail::make_conf(consumer_properties),
+                                    "consumer of reply topic '" + options_.reply_topic + "'");
+    rd_kafka_poll_set_consumer(consumer_.get());
+    partition_count_ = read_partition_count();
+  }
+
+  ~Impl() {
+    if (consumer_) static_cast<void>(rd_kafka_consumer_close(consumer_.get()));
+  }
+
+  std::optional<Reply> request(const Request& request, std::chrono::milliseconds timeout) {
+    if (request.topic.empty()) throw InvalidArgument("factum kafka: a request needs a topic");
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    assign_reply_ends();  // before the command goes: its reply cannot come earlier
+    const EventId correlation = EventId::generate();
+    send(request, correlation);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const Message record(rd_kafka_consumer_poll(consumer_.get(), kPollMs));
+      if (!record || record->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+      std::map<std::string, std::string> headers = headers_of(*record);
+      const auto it = headers.find(kCorrelationIdHeader);
+      if (it == headers.end() || it->second != correlation.to_string()) continue;
+      Reply reply;
+      reply.correlation_id = correlation;
+      reply.key.assign(static_cast<const char*>(record->key), record->key_len);
+      reply.value.assign(static_cast<const char*>(record->payload), record->len);
+      reply.headers = std::move(headers);
+      return reply;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int read_partition_count() {
+    const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> topic(
+        rd_kafka_topic_new(consumer_.get(), options_.reply_topic.c_str(), nullptr));
+    const rd_kafka_metadata_t* raw = nullptr;
+    rd_kafka_resp_err_t error =
+        rd_kafka_metadata(consumer_.get(), 0, topic.get(), &raw, kMetadataTimeoutMs);
+    const std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
+    if (error == RD_KAFKA_RESP_ERR_NO_ERROR && metadata->topic_cnt != 1) {
+      error = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    }
+    if (error == RD_KAFKA_RESP_ERR_NO_ERROR) error = metadata->topics[0].err;
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot read the partitions");
+    return metadata->topics[0].partition_cnt;
+  }
+
+  // Every partition of the reply topic, at its end as the broker reports it now.
+  void assign_reply_ends() {
+    Partitions partitions(rd_kafka_topic_partition_list_new(partition_count_));
+    for (std::int32_t p = 0; p < partition_count_; ++p) {
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      const rd_kafka_resp_err_t error = rd_kafka_query_watermark_offsets(
+          consumer_.get(), options_.reply_topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
+      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot read the end");
+      rd_kafka_topic_partition_list_add(partitions.get(), options_.reply_topic.c_str(), p)->offset =
+          high;
+    }
+    const rd_kafka_resp_err_t error = rd_kafka_assign(consumer_.get(), partitions.get());
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot assign");
+  }
+
+  // Produces the command and waits for its delivery report (message.timeout.ms at most).
+  void send(const Request& request, const EventId& correlation) {
+    const std::string id = correlation.to_string();
+    detail::Headers headers(rd_kafka_headers_new(3));
+    rd_kafka_header_add(headers.get(), kCorrelationIdHeader, -1, id.data(),
+                        static_cast<ssize_t>(id.size()));
+    rd_kafka_header_add(headers.get(), kReplyToHeader, -1, options_.reply_topic.data(),
+                        static_cast<ssize_t>(options_.reply_topic.size()));
+    if (!request.type.empty()) {
+      rd_kafka_header_add(headers.get(), kTypeHeader, -1, request.type.data(),
+                          static_cast<ssize_t>(request.type.size()));
+    }
+    Sent sent;
+    std::array<rd_kafka_vu_t, 6> vus{vu(RD_KAFKA_VTYPE_TOPIC),
+                                     memory(RD_KAFKA_VTYPE_KEY, request.key),
+                                     memory(RD_KAFKA_VTYPE_VALUE, request.payload),
+                                     vu(RD_KAFKA_VTYPE_HEADERS),
+                                     vu(RD_KAFKA_VTYPE_OPAQUE),
+                                     vu(RD_KAFKA_VTYPE_MSGFLAGS)};
+    vus[0].u.cstr = request.topic.c_str();
+    vus[3].u.headers = headers.get();
+    vus[4].u.ptr = &sent;
+    vus[5].u.i = RD_KAFKA_MSG_F_COPY;
+    if (rd_kafka_error_t* error = rd_kafka_produceva(producer_.get(), vus.data(), vus.size())) {
+      const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+      rd_kafka_error_destroy(error);
+      throw not_sent(request, code);
+    }
+    static_cast<void>(headers.release());  // the record owns them now
+    while (!sent.done) rd_kafka_poll(producer_.get(), kPollMs);
+    if (sent.error != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_sent(request, sent.error);
+  }
+
+  DeliveryError not_sent(const Request& request, rd_kafka_resp_err_t code) const {
+    return DeliveryError(request.topic, 0, static_cast<int>(code),
+                         "factum kafka: the request to topic '" + request.topic +
+                             "' was not delivered: " + rd_kafka_err2str(code));
+  }
+
+  KafkaError reply_error(rd_kafka_resp_err_t code, const std::string& what) const {
+    return KafkaError(options_.reply_topic, static_cast<int>(code),
+                      "factum kafka: requester " + what + " of reply topic '" +
+                          options_.reply_topic + "': " + rd_kafka_err2str(code));
+  }
+
+  const RequesterOptions options_;
+  detail::Client producer_;
+  detail::Client consumer_;
+  std::int32_t partition_count_ = 0;
+};
+
+Requester::Requester(RequesterOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Requester::~Requester() = default;
+
+std::optional<Reply> Requester::request(const Request& request, std::chrono::milliseconds timeout) {
+  return impl_->request(request, timeout);
+}
+
+}  // namespace factum::kafka
