@@ -2,11 +2,11 @@
 #pragma once
 
 #include "client.hpp"
-#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_view.hpp"
 
 namespace factum::kafka::detail {
 
-// A new header list describing `event`.
-Headers event_headers(const RecordedEvent& event);
+// A new header list describing `event` (the list holds copies of the values).
+Headers event_headers(const EventView& event);
 
 }  // namespace factum::kafka::detail

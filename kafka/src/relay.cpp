@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -21,6 +22,9 @@ namespace {
 constexpr const char* kCheckpointPrefix = "kafka-relay:";
 constexpr int kPollMs = 100;
 constexpr int kCloseFlushMs = 5000;
+// publish_available hands batches over while fewer records than this await their delivery
+// reports (librdkafka's own queue holds 100000 by default).
+constexpr std::size_t kMaxInFlight = 20000;
 
 // One record's fate, written by its delivery report.
 struct Outcome {
@@ -29,15 +33,24 @@ struct Outcome {
   std::size_t* batch_pending = nullptr;  // its batch's count of reports still to come
 };
 
-// Events read after the checkpoint, handed to the producer together. Held by unique_ptr: the
-// producer keeps pointers to its outcomes until their delivery reports come.
+// What the relay keeps of an event it handed to the producer: enough to move the checkpoint
+// and to name the event in an error (the record itself is the producer's copy).
+struct Handed {
+  explicit Handed(const EventView& event)
+      : position(event.position), id(event.id), stream(event.stream_id) {}
+  Position position = 0;
+  EventId id;
+  std::string stream;
+  Outcome outcome;
+};
+
+// Events after the checkpoint, handed to the producer together as they are read. Held by
+// unique_ptr, and a deque (which never moves its elements as it grows): the producer keeps
+// pointers to the outcomes until their delivery reports come.
 struct Batch {
-  explicit Batch(std::vector<RecordedEvent> read)
-      : events(std::move(read)), outcomes(events.size()) {}
-  std::vector<RecordedEvent> events;
-  std::vector<Outcome> outcomes;  // never resized: the producer points into it
-  std::size_t pending = 0;        // records handed over without a report yet
-  bool refused = false;           // the producer refused a record: the rest was not handed over
+  std::deque<Handed> records;
+  std::size_t pending = 0;  // records handed over without a report yet
+  bool refused = false;     // the producer refused a record: the batch ends with it
 };
 
 // Refuses a property the caller set to something else than the relay's guarantee needs.
@@ -98,34 +111,45 @@ class Relay::Impl {
   }
 
   std::size_t publish_once() {
-    const auto batch = std::make_unique<Batch>(next_batch(checkpoint() + 1));
-    if (batch->events.empty()) return 0;
-    produce_all(*batch);
+    const auto batch = std::make_unique<Batch>();
+    try {
+      fill(*batch, checkpoint() + 1);
+    } catch (...) {
+      settle();
+      throw;
+    }
+    if (batch->records.empty()) return 0;
+    settle();
     const std::size_t confirmed = confirm(*batch);
     record_error("");
     return confirmed;
   }
 
-  // Batches back to back until none is left (or `stop`): batch N+1 is handed to the producer
-  // before the reports of batch N are waited for, so the producer does not go idle between
-  // batches; the checkpoint moves after each batch, as publish_once moves it.
+  // Batches back to back until none is left (or `stop`): batches are read and handed to the
+  // producer while fewer than kMaxInFlight records await their reports, so that the producer
+  // never waits for the relay; the batches whose reports are all in are confirmed from the
+  // oldest on, together, with one checkpoint write.
   std::size_t publish_available(std::stop_token stop) {
-    std::unique_ptr<Batch> current = std::make_unique<Batch>(next_batch(checkpoint() + 1));
-    std::unique_ptr<Batch> next;
-    if (current->events.empty()) return 0;
+    std::deque<std::unique_ptr<Batch>> flight;
     const SettleOnExit settle_first{*this};  // declared after the batches: runs before they go
-    hand_over(*current);
+    Position from = checkpoint() + 1;
+    bool exhausted = false;
     std::size_t confirmed = 0;
     for (;;) {
-      if (!stop.stop_requested() && !current->refused) {
-        next = std::make_unique<Batch>(next_batch(current->events.back().position + 1));
-        hand_over(*next);
+      while (!exhausted && !stop.stop_requested() && pending_ < kMaxInFlight) {
+        Batch& batch = *flight.emplace_back(std::make_unique<Batch>());  // in flight at once
+        fill(batch, from);
+        if (batch.records.empty()) {
+          flight.pop_back();
+          exhausted = true;
+          break;
+        }
+        from = batch.records.back().position + 1;
+        exhausted = batch.refused;
       }
-      settle(*current);
-      if (next && !confirmed_whole(*current)) settle(*next);  // every report in before the error
-      confirmed += confirm(*current);
-      if (!next || next->events.empty()) break;
-      current = std::move(next);
+      if (flight.empty()) break;
+      rd_kafka_poll(producer_.get(), flight.front()->pending > 0 ? kPollMs : 0);
+      confirmed += confirm_settled(flight);
     }
     record_error("");
     return confirmed;
@@ -189,17 +213,28 @@ class Relay::Impl {
     return checkpoint_;
   }
 
-  // Up to batch_size events from position `from` on.
-  std::vector<RecordedEvent> next_batch(Position from) const {
-    std::vector<RecordedEvent> out;
-    const EventRange range = options_.category.empty()
-                                 ? store_.read_all(from)
-                                 : store_.read_category(options_.category, from);
-    for (const RecordedEvent& event : range) {
-      out.push_back(event);
-      if (out.size() >= options_.batch_size) break;
+  // Reads up to batch_size events from position `from` on and hands each to the producer as it
+  // is read (from the database's row memory: the producer copies key, value and headers),
+  // stopping after the first record the producer refuses (its outcome says why). Does not wait
+  // for reports.
+  void fill(Batch& batch, Position from) {
+    auto hand_over = [&](const EventView& event) {
+      Handed& handed = batch.records.emplace_back(event);
+      handed.outcome.batch_pending = &batch.pending;
+      const rd_kafka_resp_err_t refused = produce(event, handed.outcome);
+      if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        handed.outcome = {true, refused, nullptr};
+        batch.refused = true;
+        return false;
+      }
+      ++batch.pending;
+      return batch.records.size() < options_.batch_size;
+    };
+    if (options_.category.empty()) {
+      store_.visit_all(from, hand_over);
+    } else {
+      store_.visit_category(options_.category, from, hand_over);
     }
-    return out;
   }
 
   // Waits for every report of the records in flight when it is destroyed (an exception leaving
@@ -209,41 +244,9 @@ class Relay::Impl {
     ~SettleOnExit() { impl.settle(); }
   };
 
-  // Hands the batch to the producer in order, stopping at the first record it refuses (that
-  // record's outcome says why). Does not wait for reports.
-  void hand_over(Batch& batch) {
-    for (std::size_t i = 0; i < batch.events.size(); ++i) {
-      Outcome& outcome = batch.outcomes[i];
-      outcome.batch_pending = &batch.pending;
-      const rd_kafka_resp_err_t refused = produce(batch.events[i], outcome);
-      if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        outcome = {true, refused, nullptr};
-        batch.refused = true;
-        return;
-      }
-      ++batch.pending;
-    }
-  }
-
-  // hand_over, then every report of the batch.
-  void produce_all(Batch& batch) {
-    try {
-      hand_over(batch);
-    } catch (...) {
-      settle();
-      throw;
-    }
-    settle();
-  }
-
-  // Serves delivery reports until the batch has all of its own.
-  void settle(Batch& batch) {
-    while (batch.pending > 0) rd_kafka_poll(producer_.get(), kPollMs);
-  }
-
   static bool confirmed_whole(const Batch& batch) {
-    return std::all_of(batch.outcomes.begin(), batch.outcomes.end(), [](const Outcome& o) {
-      return o.done && o.error == RD_KAFKA_RESP_ERR_NO_ERROR;
+    return std::all_of(batch.records.begin(), batch.records.end(), [](const Handed& h) {
+      return h.outcome.done && h.outcome.error == RD_KAFKA_RESP_ERR_NO_ERROR;
     });
   }
 
@@ -251,20 +254,40 @@ class Relay::Impl {
   // event after it. Every report of the batch is in.
   std::size_t confirm(const Batch& batch) {
     std::size_t confirmed = 0;
-    while (confirmed < batch.events.size() && batch.outcomes[confirmed].done &&
-           batch.outcomes[confirmed].error == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    while (confirmed < batch.records.size() && batch.records[confirmed].outcome.done &&
+           batch.records[confirmed].outcome.error == RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++confirmed;
     }
-    if (confirmed > 0) advance(batch.events[confirmed - 1].position, confirmed);
-    if (confirmed < batch.events.size()) {
-      fail(batch.events[confirmed], batch.outcomes[confirmed].error);
+    if (confirmed > 0) advance(batch.records[confirmed - 1].position, confirmed);
+    if (confirmed < batch.records.size()) {
+      fail(batch.records[confirmed], batch.records[confirmed].outcome.error);
     }
     return confirmed;
   }
 
+  // Confirms the batches at the front of `flight` whose reports are all in, in one checkpoint
+  // write, and removes them. When one of them was not confirmed whole, waits for every report
+  // still to come (of the batches after it too), then moves the checkpoint over what was
+  // confirmed before the failure and throws DeliveryError for it.
+  std::size_t confirm_settled(std::deque<std::unique_ptr<Batch>>& flight) {
+    std::size_t count = 0;
+    Position to = 0;
+    while (!flight.empty() && flight.front()->pending == 0 && confirmed_whole(*flight.front())) {
+      to = flight.front()->records.back().position;
+      count += flight.front()->records.size();
+      flight.pop_front();
+    }
+    if (count > 0) advance(to, count);
+    if (!flight.empty() && flight.front()->pending == 0) {
+      settle();                                 // every report in before the error
+      return count + confirm(*flight.front());  // throws: the batch is not confirmed whole
+    }
+    return count;
+  }
+
   // One record; a full queue is polled and retried, never dropped. Returns the error of a
   // refusal other than a full queue.
-  rd_kafka_resp_err_t produce(const RecordedEvent& event, Outcome& outcome) {
+  rd_kafka_resp_err_t produce(const EventView& event, Outcome& outcome) {
     for (;;) {
       detail::Headers headers = detail::event_headers(event);
       std::array<rd_kafka_vu_t, 6> vus{
@@ -306,10 +329,10 @@ class Relay::Impl {
   }
 
   // Records and throws the failure of `event`; a producer in a fatal state is replaced.
-  [[noreturn]] void fail(const RecordedEvent& event, rd_kafka_resp_err_t code) {
+  [[noreturn]] void fail(const Handed& event, rd_kafka_resp_err_t code) {
     std::string message = "factum kafka: relay '" + options_.name + "': the event at position " +
                           std::to_string(event.position) + " (id " + event.id.to_string() +
-                          ", stream " + event.stream_id + ") was not delivered to topic '" +
+                          ", stream " + event.stream + ") was not delivered to topic '" +
                           options_.topic + "': " + rd_kafka_err2str(code);
     std::array<char, 512> fatal{};
     if (rd_kafka_fatal_error(producer_.get(), fatal.data(), fatal.size()) !=

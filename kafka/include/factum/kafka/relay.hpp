@@ -93,13 +93,14 @@ class Relay {
   std::size_t publish_once();
 
   // Publishes every event after the checkpoint (and those appended meanwhile), batch_size at a
-  // time, each batch handed to the producer before the previous one's delivery reports are
-  // waited for, so that the producer does not go idle between batches (publish_once in a loop
-  // waits one round trip per batch). The checkpoint moves after each batch as publish_once moves
-  // it. Stops after the batch in hand once `stop` is requested. Returns how many events were
-  // confirmed. Throws what publish_once throws, once every record handed over is settled (the
-  // checkpoint has moved past the batches before the failed one; the confirmed events of the
-  // batch after it are published again later).
+  // time. Batches are handed to the producer while fewer than 20000 records await their
+  // delivery reports, without waiting for the reports of the batches before (publish_once in a
+  // loop waits one round trip per batch). The checkpoint moves, as publish_once moves it, over
+  // the oldest batches whose reports are all in, with one write for all of them. Once `stop` is
+  // requested, hands over nothing more and returns when the batches in flight are settled.
+  // Returns how many events were confirmed. Throws what publish_once throws, once every record
+  // handed over is settled (the checkpoint has moved past the batches before the failed one;
+  // the confirmed events of the batches after it are published again later).
   std::size_t publish_available(std::stop_token stop = {});
 
   // Calls publish_available until `stop` is requested, waiting idle_wait when there is nothing
