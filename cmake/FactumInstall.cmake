@@ -2,13 +2,21 @@
 # install prefix and straight from this build tree (-Dfactum_DIR=<build dir>, nothing installed).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS factum_eventstore factum_snapshots factum_aggregates factum_projections factum EXPORT factumTargets
+set(factum_installed_targets factum_eventstore factum_snapshots factum_aggregates factum_projections factum)
+set(factum_installed_includes ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/snapshots/include/
+                              ${PROJECT_SOURCE_DIR}/aggregates/include/ ${PROJECT_SOURCE_DIR}/projections/include/
+                              ${PROJECT_SOURCE_DIR}/include/)
+# The Kafka bridge, when it was built: its package config then finds librdkafka first
+# (FACTUM_HAVE_KAFKA in factum-config.cmake.in).
+if(FACTUM_HAVE_KAFKA)
+  list(APPEND factum_installed_targets factum_kafka)
+  list(APPEND factum_installed_includes ${PROJECT_SOURCE_DIR}/kafka/include/)
+endif()
+install(TARGETS ${factum_installed_targets} EXPORT factumTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/eventstore/include/ ${PROJECT_SOURCE_DIR}/snapshots/include/
-                  ${PROJECT_SOURCE_DIR}/aggregates/include/ ${PROJECT_SOURCE_DIR}/projections/include/
-                  ${PROJECT_SOURCE_DIR}/include/
+install(DIRECTORY ${factum_installed_includes}
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT factumTargets NAMESPACE factum::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/factum)

@@ -11,6 +11,9 @@
 #include <random>
 #include <string>
 #include <vector>
+#ifdef FACTUM_CONSUMER_KAFKA
+#include <factum/kafka/relay.hpp>
+#endif
 
 namespace {
 
@@ -82,12 +85,37 @@ void run(const fs::path& file) {
   check_store(factum::EventStore::open(file, read_only), sent);
 }
 
+#ifdef FACTUM_CONSUMER_KAFKA
+// factum::kafka from the package: a relay keeps its checkpoint in the store and makes a
+// librdkafka producer (no broker is needed until it publishes).
+void run_kafka(const fs::path& file) {
+  factum::EventStore store = factum::EventStore::open(file);
+  factum::kafka::RelayOptions options;
+  options.name = "consumer";
+  options.topic = "consumer-events";
+  options.kafka = {{"bootstrap.servers", "127.0.0.1:9"}, {"log_level", "0"}};
+  const factum::kafka::Relay relay(store, options);
+  const factum::kafka::RelayStatus status = relay.status();
+  check(status.checkpoint == 0 && status.head == 1 && status.lag == 1,
+        "a new relay starts before the stored event");
+  options.kafka["acks"] = "1";
+  try {
+    const factum::kafka::Relay weakened(store, options);
+    check(false, "a relay with acks=1 is refused");
+  } catch (const factum::InvalidArgument&) {
+  }
+}
+#endif
+
 }  // namespace
 
 int main() {
   const fs::path dir = make_temp_dir();
   try {
     run(dir / "consumer.db");
+#ifdef FACTUM_CONSUMER_KAFKA
+    run_kafka(dir / "consumer.db");
+#endif
   } catch (const factum::Error& e) {
     std::cerr << "factum consumer: factum::Error: " << e.what() << '\n';
     ++failures;
