@@ -50,7 +50,11 @@ void Progress::draw(std::uint64_t done) {
   if (total_ > 0) {
     const double part = std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
     const int filled = static_cast<int>(part * kBarWidth);
-    line += "[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "] ";
+    // Appended piece by piece: "[" + std::string(...) trips GCC 12's false -Wrestrict at -O3.
+    line += '[';
+    line.append(static_cast<std::size_t>(filled), '#');
+    line.append(static_cast<std::size_t>(kBarWidth - filled), '.');
+    line += "] ";
     char pct[16];
     std::snprintf(pct, sizeof pct, "%3d%% ", static_cast<int>(part * 100));
     line += pct + count(done) + "/" + count(total_);
