@@ -50,6 +50,16 @@ void add_reads(CLI::App& app, CommandLine& line) {
   outbox->add_option("--limit", line.limit, "e-mails to list (default 20)")->check(kLimits);
   outbox->add_flag("--redeliver", line.redeliver,
                    "reset the outbox's checkpoint and deliver every event again first");
+  CLI::Option* kafka = outbox->add_option(
+      "--kafka", line.kafka_brokers,
+      "also publish the order events to Kafka through the relay (from its checkpoint): the "
+      "bootstrap servers, HOST:PORT[,HOST:PORT...]");
+  outbox->add_option("--topic", line.kafka_topic, "the Kafka topic (default orders)")->needs(kafka);
+  outbox
+      ->add_option("--timeout", line.kafka_timeout,
+                   "seconds the broker may take to confirm an event (default 30)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->needs(kafka);
   CLI::App* search = app.add_subcommand("search",
                                         "orders whose id, customer, SKUs or status "
                                         "contain every word of TEXT");
@@ -66,6 +76,9 @@ void add_demo(CLI::App& app, CommandLine& line) {
   demo->add_flag("--fresh", line.fresh,
                  "replace a store file that holds events already (files only: on a PostgreSQL "
                  "URI the demo wants a schema without events)");
+  demo->add_flag("--kafka-mock", line.kafka_mock,
+                 "then publish the order events through the Kafka relay to librdkafka's "
+                 "in-process mock cluster and read them back");
 }
 
 }  // namespace

@@ -5,11 +5,15 @@
 
 #include <factum/factum.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "orders/demo.hpp"
 #include "orders/errors.hpp"
+#include "orders/kafka_outbox.hpp"
 #include "orders/order_service.hpp"
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
@@ -182,13 +186,39 @@ void print_inventory(const CommandLine& line, std::ostream& out) {
   }
 }
 
+// The outbox's Kafka channel, from the command line; checked before the store is opened.
+std::optional<KafkaTarget> kafka_target(const CommandLine& line) {
+  if (!line.kafka_brokers) return std::nullopt;
+  require_kafka("outbox --kafka");
+  if (line.kafka_brokers->empty()) {
+    throw BadInput("outbox --kafka: give the brokers, HOST:PORT[,HOST:PORT...]");
+  }
+  if (line.kafka_topic.empty()) throw BadInput("outbox --topic: give a topic");
+  KafkaTarget target;
+  target.brokers = *line.kafka_brokers;
+  target.topic = line.kafka_topic;
+  target.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(line.kafka_timeout * 1000));
+  return target;
+}
+
+// Prints nothing until everything succeeded: a failed publication is one line on stderr.
 void print_outbox(const CommandLine& line, std::ostream& out) {
+  const std::optional<KafkaTarget> kafka = kafka_target(line);
   QuerySession session(line);
+  std::string report;
   if (line.redeliver) {
     const Redelivery r = redeliver_outbox(session.store);
-    out << "redelivered " << r.delivered << " events from position 1: " << r.sent
-        << " emails sent again, " << r.duplicates << " recognised by their key\n";
+    report += "redelivered " + std::to_string(r.delivered) +
+              " events from position 1: " + std::to_string(r.sent) + " emails sent again, " +
+              std::to_string(r.duplicates) + " recognised by their key\n";
   }
+  if (kafka) {
+    const KafkaPublication p = publish_to_kafka(session.store, *kafka);
+    report += "published " + std::to_string(p.published) + " order events to Kafka topic '" +
+              factum::printable(kafka->topic) + "' (relay '" + kKafkaRelayName + "'); checkpoint " +
+              std::to_string(p.checkpoint) + ", head " + std::to_string(p.head) + "\n";
+  }
+  out << report;
   out << sent_email_count(session.store) << " emails sent\n";
   for (const SentEmail& e : sent_emails(session.store, line.limit)) {
     out << "  #" << pad(e.key.substr(0, e.key.find(':')), 6) << "to " << pad(e.recipient, 24)

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -30,7 +31,12 @@ struct CommandLine {
   std::string text;    // search
   std::size_t limit = 20;
   bool redeliver = false;  // outbox --redeliver
-  bool fresh = false;      // demo --fresh
+  // outbox --kafka BROKERS [--topic T] [--timeout S]: publish the order events to Kafka too
+  std::optional<std::string> kafka_brokers;
+  std::string kafka_topic = "orders";
+  double kafka_timeout = 30;  // seconds
+  bool kafka_mock = false;    // demo --kafka-mock
+  bool fresh = false;         // demo --fresh
   std::size_t demo_orders = 800;
   std::uint32_t seed = 42;
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "orders/errors.hpp"
+#include "orders/kafka_outbox.hpp"
 #include "orders/order_service.hpp"
 #include "orders/parsing.hpp"
 #include "orders/read_models.hpp"
@@ -297,6 +298,7 @@ DemoResult run_demo(factum::EventStore& store, const DemoOptions& options, std::
   print_search(store, plans, out);
   print_compensation(service, plans, out);
   print_outbox(store, out);
+  if (options.kafka_mock) run_kafka_mock_demo(store, out);
   return result;
 }
 
@@ -304,6 +306,7 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
   if (line.demo_orders < 1 || line.demo_orders > kMaxDemoOrders) {
     throw BadInput("demo: --orders must be from 1 to " + std::to_string(kMaxDemoOrders));
   }
+  if (line.kafka_mock) require_kafka("demo --kafka-mock");
   if (factum::samples::store_exists(line.db)) {
     factum::Position head = 0;
     {
@@ -330,7 +333,7 @@ void run_demo_command(const CommandLine& line, std::ostream& out) {
   factum::EventStore store = factum::EventStore::open(line.db, options);
   out << "factum-orders demo: a day of a small shop, written to "
       << factum::shown_location(line.db.string()) << "\n";
-  run_demo(store, {line.demo_orders, line.seed}, out);
+  run_demo(store, {line.demo_orders, line.seed, line.kafka_mock}, out);
   out << "  explore: factum-orders --db " << shell_word(line.db)
       << " show o-1 | board | inventory | outbox | search TEXT\n";
 }

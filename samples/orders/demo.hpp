@@ -26,6 +26,7 @@ inline constexpr std::size_t kMaxDemoOrders = 100000;
 struct DemoOptions {
   std::size_t orders = 800;  // orders placed (ids o-1 .. o-<orders>)
   std::uint32_t seed = 42;   // the random generator's seed
+  bool kafka_mock = false;   // then relay the order events to a mock Kafka cluster and read back
 };
 
 struct DemoResult {

@@ -312,3 +312,16 @@ TEST_CASE("factum-orders escapes control characters and bytes that are not UTF-8
   factum::test::check_one_line_error(shop.folder.run({"frob\x1b[2J\r\n"}), "factum-orders", 2,
                                      "unknown command 'frob\\x1b[2J\\x0d\\x0a'");
 }
+
+#ifndef FACTUM_HAVE_KAFKA
+// A build without librdkafka (orders_kafka_test.cpp covers the options when it is there).
+TEST_CASE("without the Kafka bridge, --kafka and --kafka-mock are refused before the store") {
+  const std::string missing =
+      ": this factum-orders was built without the Kafka bridge (librdkafka was not found by "
+      "pkg-config when it was configured; see docs/kafka.md)";
+  Folder f;
+  refused(f, "demo --orders 3 --kafka-mock", "demo --kafka-mock" + missing);
+  f.ok("place o-7 ann mug-01:1:12.50");
+  refused(f, "outbox --kafka broker-1:9092", "outbox --kafka" + missing);
+}
+#endif
