@@ -1,12 +1,21 @@
 // factum::kafka::Ingest against librdkafka's mock cluster: records appended to the streams their
 // keys map to, with their offsets stored; no duplicate when records are read again from an
-// earlier offset; the ids of records the relay wrote kept; a failed record read again.
+// earlier offset; the ids of records the relay wrote kept; a failed record read again; ingests of
+// one name in a consumer group sharing the partitions, and taking over from one that closes or
+// stalls, each record stored once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "factum/kafka/headers.hpp"
@@ -278,4 +287,161 @@ TEST_CASE("an ingest refuses options that name nothing") {
   options = ingest_options(cluster);
   options.topic.clear();
   CHECK_THROWS_AS(Ingest(t.store, options), InvalidArgument);
+}
+
+// --- Consumer groups ---------------------------------------------------------------------------
+
+namespace {
+
+// An ingest of the group "in" on its own store object (the file `path`), polled by its own
+// thread until it is destroyed.
+struct GroupMember {
+  GroupMember(const std::filesystem::path& path, const IngestOptions& options)
+      : store(EventStore::open(path, TempStore::fast_options())),
+        ingest(store, options),
+        worker([this](std::stop_token stop) { ingest.run(stop); }) {}
+  EventStore store;
+  Ingest ingest;
+  std::jthread worker;  // destroyed first: stops polling before the ingest leaves the group
+};
+
+IngestOptions group_options(const MockCluster& cluster) {
+  IngestOptions options = ingest_options(cluster);
+  options.consumer_group = true;
+  options.poll_timeout = std::chrono::milliseconds(50);
+  options.max_records = 20;  // small batches: a rebalance is more likely to meet one under way
+  options.kafka["session.timeout.ms"] = "3000";
+  options.kafka["heartbeat.interval.ms"] = "300";
+  options.kafka["max.poll.interval.ms"] = "3000";
+  return options;
+}
+
+// Records keyed k0..k15 (so that every partition of 4 gets some), values v<first>, v<first+1>...
+std::vector<RecordToProduce> group_records(int first, int count) {
+  std::vector<RecordToProduce> out;
+  for (int i = first; i < first + count; ++i) {
+    RecordToProduce r;
+    r.key = "k";
+    r.key += std::to_string(i % 16);
+    r.value = "v";
+    r.value += std::to_string(i);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& done,
+                std::chrono::seconds timeout = std::chrono::seconds(15)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::size_t event_count(const EventStore& store) {
+  std::size_t n = 0;
+  for (const RecordedEvent& e : store.read_all()) {
+    static_cast<void>(e);
+    ++n;
+  }
+  return n;
+}
+
+// Every record v0..v<count-1> is stored exactly once, each key's records in the order produced.
+void check_exactly_once_in_order(const EventStore& store, int count) {
+  std::map<std::string, std::vector<int>> by_stream;
+  std::set<int> seen;
+  std::size_t events = 0;
+  for (const RecordedEvent& e : store.read_all()) {
+    const int value = std::stoi(to_string(e.payload).substr(1));
+    ++events;
+    seen.insert(value);
+    by_stream[e.stream_id].push_back(value);
+  }
+  CHECK(events == static_cast<std::size_t>(count));  // no duplicate
+  CHECK(seen.size() == static_cast<std::size_t>(count));
+  CHECK((seen.empty() || (*seen.begin() == 0 && *seen.rbegin() == count - 1)));  // none lost
+  for (const auto& [stream, values] : by_stream) {
+    CAPTURE(stream);
+    CHECK(std::is_sorted(values.begin(), values.end()));
+  }
+}
+
+std::size_t assigned_count(const GroupMember& m) { return m.ingest.assigned_partitions().size(); }
+
+// Every partition's stored offset is its end: nothing left behind, nothing beyond.
+void check_offsets_at_end(const Ingest& ingest) {
+  const auto ends = ingest.end_offsets();
+  const auto stored = ingest.offsets();
+  REQUIRE(ends.size() == 4);
+  for (const auto& [partition, end] : ends) {
+    CAPTURE(partition);
+    CHECK((stored.contains(partition) ? stored.at(partition) : 0) == end);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ingests of one name in a consumer group share the partitions, each record stored once") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  const IngestOptions options = group_options(cluster);
+  GroupMember a(t.path, options);
+  GroupMember b(t.path, options);
+  REQUIRE(wait_until([&] {
+    return assigned_count(a) > 0 && assigned_count(b) > 0 &&
+           assigned_count(a) + assigned_count(b) == 4;
+  }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 400));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+TEST_CASE("when an ingest of a group closes, the others take over its partitions") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  const IngestOptions options = group_options(cluster);
+  GroupMember a(t.path, options);
+  auto b = std::make_unique<GroupMember>(t.path, options);
+  REQUIRE(wait_until([&] { return assigned_count(a) > 0 && assigned_count(*b) > 0; }));
+  // Closed while records are coming in: b's partitions go back to a mid-stream.
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 300));
+  REQUIRE(wait_until([&] { return event_count(t.store) >= 50; }));
+  b.reset();
+  REQUIRE(wait_until([&] { return assigned_count(a) == 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(300, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+TEST_CASE("when an ingest of a group stops polling, the others take over until it comes back") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  const IngestOptions options = group_options(cluster);
+  GroupMember a(t.path, options);
+  GroupMember b(t.path, options);
+  REQUIRE(wait_until([&] { return assigned_count(a) > 0 && assigned_count(b) > 0; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 200));
+  REQUIRE(wait_until([&] { return event_count(t.store) >= 20; }));
+  // b hangs, holding its consumer: after max.poll.interval.ms it is out of the group and a reads
+  // every partition.
+  b.worker.request_stop();
+  b.worker.join();
+  REQUIRE(wait_until([&] { return assigned_count(a) == 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(200, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 300; }));
+  // b wakes up: it learns that its partitions are lost, rejoins, and shares the work again.
+  b.worker = std::jthread([&b](std::stop_token stop) { b.ingest.run(stop); });
+  REQUIRE(wait_until([&] { return assigned_count(b) > 0 && assigned_count(a) < 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(300, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
 }
