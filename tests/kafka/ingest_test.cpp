@@ -567,3 +567,23 @@ TEST_CASE("an ingest that appends records again after another moved on keeps the
   CHECK(late.offsets().at(0) == 10);
   CHECK(event_count(t.store) == 10);
 }
+
+TEST_CASE("in a consumer group, a record whose append fails is read again from the stored offset") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempStore t;
+  bool refuse = true;
+  IngestOptions options = group_options(cluster.bootstrap_servers());
+  options.stream_for_key = [&](std::string_view key) {
+    return refuse && key == "k1" ? std::string() : "payment-" + std::string(key);
+  };
+  Ingest ingest(t.store, options);
+  CHECK_THROWS_AS(poll_until(ingest, 3), InvalidArgument);  // "" is no stream id
+  CHECK(event_count(t.store) == 1);
+  CHECK(ingest.offsets().at(0) == 1);
+  refuse = false;
+  CHECK(poll_until(ingest, 2) == 2);  // the consumer went back to offset 1 (a seek)
+  CHECK(event_count(t.store) == 3);
+  CHECK(ingest.offsets().at(0) == 3);
+}

@@ -78,8 +78,10 @@ struct IngestOptions {
   // ingests of the same name on the same store share the topic's partitions, and take over
   // those of an ingest that closes, crashes or stalls. Partitions are assigned in the rebalance
   // callback, each at its stored offset (never Kafka's committed offsets). Both the eager
-  // assignors (range, roundrobin: librdkafka's default) and cooperative-sticky work. Rebalances
-  // happen inside poll_once, on its thread. Default false.
+  // assignors (range, roundrobin: librdkafka's default) and cooperative-sticky work; do not mix
+  // them in one group. Rebalances happen inside poll_once, on its thread (a failure to read the
+  // stored offsets then is thrown by poll_once). group.instance.id (static membership) is
+  // passed through untested. Default false.
   bool consumer_group = false;
 };
 
@@ -90,7 +92,8 @@ class Ingest {
   // consumer_group subscribes to the topic (partitions come in poll_once). The store must
   // outlive the ingest; the destructor leaves the group (its partitions go to the others). Throws
   // InvalidArgument (a missing name, topic or stream_for_key, a bad property), KafkaError (the
-  // consumer cannot be created, the topic's partitions cannot be read), StorageError.
+  // consumer cannot be created, the topic's partitions cannot be read, the subscription is
+  // refused), StorageError.
   Ingest(EventStore& store, IngestOptions options);
   ~Ingest();
   Ingest(const Ingest&) = delete;
