@@ -212,6 +212,7 @@ int run_relay(const RelayCommand& o) {
 
 struct IngestCommand : BridgeOptions {
   std::string prefix;
+  bool group = false;         // --group: IngestOptions::consumer_group
   std::uint64_t records = 0;  // handled by this run
 };
 
@@ -266,6 +267,7 @@ int run_ingest(IngestCommand& o) {
   options.name = o.name;
   options.topic = o.topic;
   options.kafka = kafka_properties(o);
+  options.consumer_group = o.group;
   const std::string prefix = o.prefix.empty() ? o.topic + "-" : o.prefix;
   options.stream_for_key = [prefix](std::string_view key) { return prefix + std::string(key); };
   kafka::Ingest ingest(store, options);
@@ -312,6 +314,9 @@ void add_kafka_commands(CLI::App& app, Action& action) {
   add_bridge_options(*cmd, *ingest, "The topic to read");
   cmd->add_option("--stream-prefix", ingest->prefix,
                   "A record goes to the stream PREFIX + key (default: the topic and a dash)");
+  cmd->add_flag("--group", ingest->group,
+                "Share the topic's partitions with the other ingests of this name on this store "
+                "(a Kafka consumer group)");
   cmd->callback([&action, ingest] { action = [ingest] { return run_ingest(*ingest); }; });
 }
 

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -116,9 +119,13 @@ class Ingest::Impl {
     store_.write_sql([](Sql& sql) { detail::create_offsets_table(sql); });
     consumer_ = make_consumer();
     partition_count_ = read_partition_count();
-    assign_stored_offsets();
     hook_ = store_.on_appending().connect(
         [hook = offsets_](AppendTransaction& tx) { hook->on_appending(tx); });
+    if (options_.consumer_group) {
+      subscribe();
+    } else {
+      assign_stored_offsets();
+    }
   }
 
   ~Impl() {
@@ -129,11 +136,13 @@ class Ingest::Impl {
   // Polls up to max_records records, then appends them in as few transactions as it can (see
   // append_chunk). A consumer error ends the poll: the records before it are appended first.
   std::size_t poll_once() {
+    start_unstarted();
     std::vector<Ingested> batch;
     std::optional<KafkaError> error;
     int timeout = static_cast<int>(options_.poll_timeout.count());
     while (batch.size() < options_.max_records) {
       const Message record(rd_kafka_consumer_poll(consumer_.get(), timeout));
+      drop_revoked(batch);  // a rebalance runs inside the poll
       timeout = 0;
       if (!record) break;
       if (record->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
@@ -146,10 +155,11 @@ class Ingest::Impl {
     try {
       append_all(batch);
     } catch (...) {
-      assign_stored_offsets();  // read the failed record again next time
+      rewind();  // read the failed record again next time
       throw;
     }
     if (error) throw *error;
+    if (rebalance_error_) std::rethrow_exception(std::exchange(rebalance_error_, nullptr));
     return batch.size();
   }
 
@@ -173,6 +183,11 @@ class Ingest::Impl {
     store_.read_sql(
         [&](Sql& sql) { out = detail::load_offsets(sql, options_.name, options_.topic); });
     return out;
+  }
+
+  std::vector<std::int32_t> assigned_partitions() const {
+    std::lock_guard lock(assigned_mu_);
+    return {assigned_.begin(), assigned_.end()};
   }
 
   std::map<std::int32_t, std::int64_t> end_offsets() const {
@@ -200,7 +215,12 @@ class Ingest::Impl {
     properties.try_emplace("auto.offset.reset", "earliest");
     properties["enable.auto.commit"] = "false";
     properties["enable.auto.offset.store"] = "false";
-    detail::Client client = detail::make_client(RD_KAFKA_CONSUMER, detail::make_conf(properties),
+    detail::Conf conf = detail::make_conf(properties);
+    if (options_.consumer_group) {
+      rd_kafka_conf_set_rebalance_cb(conf.get(), &Impl::on_rebalance);
+      rd_kafka_conf_set_opaque(conf.get(), this);
+    }
+    detail::Client client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
                                                 "consumer of ingest '" + options_.name + "'");
     rd_kafka_poll_set_consumer(client.get());
     return client;
@@ -228,22 +248,147 @@ class Ingest::Impl {
 
   // Every partition of the topic, each at its stored next offset (the beginning when none).
   void assign_stored_offsets() {
-    const auto stored = offsets();
-    Partitions partitions(rd_kafka_topic_partition_list_new(partition_count_));
+    const Partitions partitions(rd_kafka_topic_partition_list_new(partition_count_));
     for (std::int32_t p = 0; p < partition_count_; ++p) {
-      const auto it = stored.find(p);
-      rd_kafka_topic_partition_list_add(partitions.get(), options_.topic.c_str(), p)->offset =
-          it == stored.end() ? RD_KAFKA_OFFSET_BEGINNING : it->second;
+      rd_kafka_topic_partition_list_add(partitions.get(), options_.topic.c_str(), p);
     }
+    set_stored_offsets(*partitions);
     check_assign(rd_kafka_assign(consumer_.get(), nullptr));
     check_assign(rd_kafka_assign(consumer_.get(), partitions.get()));
+    set_assigned(*partitions, true);
   }
 
-  void check_assign(rd_kafka_resp_err_t error) const {
+  void check_assign(rd_kafka_resp_err_t error, std::string_view what = "assign") const {
     if (error == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     throw KafkaError(options_.topic, static_cast<int>(error),
-                     "factum kafka: ingest '" + options_.name + "' cannot assign topic '" +
-                         options_.topic + "': " + rd_kafka_err2str(error));
+                     "factum kafka: ingest '" + options_.name + "' cannot " + std::string(what) +
+                         " topic '" + options_.topic + "': " + rd_kafka_err2str(error));
+  }
+
+  // Takes ownership of `error` (an rd_kafka_error_t of the incremental and seek calls).
+  void check_error(rd_kafka_error_t* error, std::string_view what) const {
+    if (!error) return;
+    const auto code = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    check_assign(code, what);
+  }
+
+  // Where a failed append leaves the consumer: back at the stored offsets of its partitions.
+  void rewind() {
+    if (!options_.consumer_group) {
+      assign_stored_offsets();
+      return;
+    }
+    rd_kafka_topic_partition_list_t* raw = nullptr;
+    check_assign(rd_kafka_assignment(consumer_.get(), &raw), "read the assignment of");
+    const Partitions partitions(raw);
+    if (partitions->cnt == 0) return;
+    set_stored_offsets(*partitions);
+    check_error(rd_kafka_seek_partitions(consumer_.get(), partitions.get(), kMetadataTimeoutMs),
+                "seek in");
+  }
+
+  // --- Consumer group -------------------------------------------------------------------------
+  // librdkafka calls on_rebalance inside rd_kafka_consumer_poll (or consumer_close), on the
+  // thread that polls. Assigned partitions start at their stored offsets; revoked ones are
+  // unassigned and their records of the poll under way dropped (drop_revoked), so that nothing
+  // of them is appended after the next owner may have started.
+
+  void subscribe() {
+    const Partitions topics(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(topics.get(), options_.topic.c_str(), RD_KAFKA_PARTITION_UA);
+    check_assign(rd_kafka_subscribe(consumer_.get(), topics.get()), "subscribe to");
+  }
+
+  static void on_rebalance(rd_kafka_t* /*consumer*/, rd_kafka_resp_err_t event,
+                           rd_kafka_topic_partition_list_t* partitions, void* opaque) noexcept {
+    auto& self = *static_cast<Impl*>(opaque);
+    try {
+      if (event == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        self.start(*partitions);
+      } else {
+        self.stop(*partitions);
+      }
+    } catch (...) {
+      // Thrown by the poll_once under way; partitions not started are tried again next time.
+      if (!self.rebalance_error_) self.rebalance_error_ = std::current_exception();
+    }
+  }
+
+  bool cooperative() const {
+    const char* protocol = rd_kafka_rebalance_protocol(consumer_.get());
+    return protocol && std::string_view(protocol) == "COOPERATIVE";
+  }
+
+  // Partitions the group gave this ingest: started now when their offsets can be read, else on
+  // the next poll_once (start_unstarted).
+  void start(const rd_kafka_topic_partition_list_t& given) {
+    if (!unstarted_) unstarted_.reset(rd_kafka_topic_partition_list_new(given.cnt));
+    for (int i = 0; i < given.cnt; ++i) {
+      rd_kafka_topic_partition_list_add(unstarted_.get(), given.elems[i].topic,
+                                        given.elems[i].partition);
+    }
+    start_unstarted();
+  }
+
+  void start_unstarted() {
+    if (!unstarted_) return;
+    set_stored_offsets(*unstarted_);
+    if (cooperative()) {
+      check_error(rd_kafka_incremental_assign(consumer_.get(), unstarted_.get()), "assign");
+    } else {
+      check_assign(rd_kafka_assign(consumer_.get(), unstarted_.get()));  // eager: the whole set
+    }
+    set_assigned(*unstarted_, true);
+    unstarted_.reset();
+  }
+
+  // Partitions taken from this ingest (revoked, or lost when it fell out of the group).
+  void stop(const rd_kafka_topic_partition_list_t& taken) {
+    const bool incremental = cooperative();
+    for (int i = 0; i < taken.cnt; ++i) revoked_.insert(taken.elems[i].partition);
+    set_assigned(taken, false);
+    if (unstarted_) {
+      for (int i = 0; i < taken.cnt; ++i) {
+        static_cast<void>(rd_kafka_topic_partition_list_del(unstarted_.get(), taken.elems[i].topic,
+                                                            taken.elems[i].partition));
+      }
+      if (unstarted_->cnt == 0 || !incremental) unstarted_.reset();
+    }
+    if (incremental) {
+      check_error(rd_kafka_incremental_unassign(consumer_.get(), &taken), "unassign");
+    } else {
+      check_assign(rd_kafka_assign(consumer_.get(), nullptr), "unassign");
+    }
+  }
+
+  // Drops the records of partitions revoked since the last call: polled before the revocation,
+  // they must not be appended (and their offsets not written) by this ingest any more.
+  void drop_revoked(std::vector<Ingested>& batch) {
+    if (revoked_.empty()) return;
+    std::erase_if(batch, [&](const Ingested& r) { return revoked_.contains(r.partition); });
+    revoked_.clear();
+  }
+
+  // Sets each partition's offset to its stored next offset (the beginning when none).
+  void set_stored_offsets(rd_kafka_topic_partition_list_t& partitions) const {
+    const auto stored = offsets();
+    for (int i = 0; i < partitions.cnt; ++i) {
+      const auto it = stored.find(partitions.elems[i].partition);
+      partitions.elems[i].offset = it == stored.end() ? RD_KAFKA_OFFSET_BEGINNING : it->second;
+    }
+  }
+
+  void set_assigned(const rd_kafka_topic_partition_list_t& partitions, bool assigned) {
+    std::lock_guard lock(assigned_mu_);
+    if (assigned && !options_.consumer_group) assigned_.clear();
+    for (int i = 0; i < partitions.cnt; ++i) {
+      if (assigned) {
+        assigned_.insert(partitions.elems[i].partition);
+      } else {
+        assigned_.erase(partitions.elems[i].partition);
+      }
+    }
   }
 
   KafkaError consumer_error(const rd_kafka_message_t& record) const {
@@ -330,6 +475,12 @@ class Ingest::Impl {
   const std::shared_ptr<OffsetHook> offsets_ =
       std::make_shared<OffsetHook>(options_.name, options_.topic);
   boost::signals2::scoped_connection hook_;
+  // Consumer group state, touched only on the polling thread (rebalances run inside the poll).
+  Partitions unstarted_;                // given by the group, not yet started
+  std::set<std::int32_t> revoked_;      // revoked since the last drop_revoked
+  std::exception_ptr rebalance_error_;  // the first failure of a rebalance, for poll_once
+  mutable std::mutex assigned_mu_;
+  std::set<std::int32_t> assigned_;  // guarded by assigned_mu_
 };
 
 Ingest::Ingest(EventStore& store, IngestOptions options)
@@ -344,5 +495,9 @@ void Ingest::run(std::stop_token stop) { impl_->run(stop); }
 std::map<std::int32_t, std::int64_t> Ingest::offsets() const { return impl_->offsets(); }
 
 std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const { return impl_->end_offsets(); }
+
+std::vector<std::int32_t> Ingest::assigned_partitions() const {
+  return impl_->assigned_partitions();
+}
 
 }  // namespace factum::kafka

@@ -26,7 +26,8 @@ void save_offset(Sql& sql, const std::string& name, const std::string& topic,
   sql.execute(
       "INSERT INTO factum_kafka_offsets (name, topic, kafka_partition, next_offset, updated_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name, topic, kafka_partition) DO UPDATE SET "
-      "next_offset = excluded.next_offset, updated_at = excluded.updated_at",
+      "next_offset = excluded.next_offset, updated_at = excluded.updated_at "
+      "WHERE excluded.next_offset > factum_kafka_offsets.next_offset",
       {name, topic, std::int64_t{partition}, next_offset, now_us()});
 }
 

@@ -1,12 +1,26 @@
 // factum::kafka::Ingest against librdkafka's mock cluster: records appended to the streams their
 // keys map to, with their offsets stored; no duplicate when records are read again from an
-// earlier offset; the ids of records the relay wrote kept; a failed record read again.
+// earlier offset; the ids of records the relay wrote kept; a failed record read again; ingests of
+// one name in a consumer group sharing the partitions, and taking over from one that closes or
+// stalls, each record stored once.
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "factum/kafka/headers.hpp"
@@ -278,4 +292,298 @@ TEST_CASE("an ingest refuses options that name nothing") {
   options = ingest_options(cluster);
   options.topic.clear();
   CHECK_THROWS_AS(Ingest(t.store, options), InvalidArgument);
+}
+
+// --- Consumer groups ---------------------------------------------------------------------------
+
+namespace {
+
+// An ingest of the group "in" on its own store object (the file `path`), polled by its own
+// thread until it is destroyed.
+struct GroupMember {
+  GroupMember(const std::filesystem::path& path, const IngestOptions& options)
+      : store(EventStore::open(path, TempStore::fast_options())),
+        ingest(store, options),
+        worker([this](std::stop_token stop) { ingest.run(stop); }) {}
+  EventStore store;
+  Ingest ingest;
+  std::jthread worker;  // destroyed first: stops polling before the ingest leaves the group
+};
+
+IngestOptions group_options(const std::string& bootstrap_servers) {
+  IngestOptions options;
+  options.name = "in";
+  options.topic = kTopic;
+  options.kafka = {{"bootstrap.servers", bootstrap_servers}};
+  options.stream_for_key = [](std::string_view key) { return "payment-" + std::string(key); };
+  options.consumer_group = true;
+  options.poll_timeout = std::chrono::milliseconds(50);
+  options.max_records = 20;  // small batches: a rebalance is more likely to meet one under way
+  options.kafka["session.timeout.ms"] = "3000";
+  options.kafka["heartbeat.interval.ms"] = "300";
+  options.kafka["max.poll.interval.ms"] = "3000";
+  return options;
+}
+
+// Records keyed k0..k15 (so that every partition of 4 gets some), values v<first>, v<first+1>...
+std::vector<RecordToProduce> group_records(int first, int count) {
+  std::vector<RecordToProduce> out;
+  for (int i = first; i < first + count; ++i) {
+    RecordToProduce r;
+    r.key = "k";
+    r.key += std::to_string(i % 16);
+    r.value = "v";
+    r.value += std::to_string(i);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& done,
+                std::chrono::seconds timeout = std::chrono::seconds(15)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::size_t event_count(const EventStore& store) {
+  std::size_t n = 0;
+  for (const RecordedEvent& e : store.read_all()) {
+    static_cast<void>(e);
+    ++n;
+  }
+  return n;
+}
+
+// Every record v0..v<count-1> is stored exactly once, each key's records in the order produced.
+void check_exactly_once_in_order(const EventStore& store, int count) {
+  std::map<std::string, std::vector<int>> by_stream;
+  std::set<int> seen;
+  std::size_t events = 0;
+  for (const RecordedEvent& e : store.read_all()) {
+    const int value = std::stoi(to_string(e.payload).substr(1));
+    ++events;
+    seen.insert(value);
+    by_stream[e.stream_id].push_back(value);
+  }
+  CHECK(events == static_cast<std::size_t>(count));  // no duplicate
+  CHECK(seen.size() == static_cast<std::size_t>(count));
+  CHECK((seen.empty() || (*seen.begin() == 0 && *seen.rbegin() == count - 1)));  // none lost
+  for (const auto& [stream, values] : by_stream) {
+    CAPTURE(stream);
+    CHECK(std::is_sorted(values.begin(), values.end()));
+  }
+}
+
+std::size_t assigned_count(const GroupMember& m) { return m.ingest.assigned_partitions().size(); }
+
+// Every partition's stored offset is its end: nothing left behind, nothing beyond.
+void check_offsets_at_end(const Ingest& ingest) {
+  const auto ends = ingest.end_offsets();
+  const auto stored = ingest.offsets();
+  REQUIRE(ends.size() == 4);
+  for (const auto& [partition, end] : ends) {
+    CAPTURE(partition);
+    CHECK((stored.contains(partition) ? stored.at(partition) : 0) == end);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ingests of one name in a consumer group share the partitions, each record stored once") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  const IngestOptions options = group_options(cluster.bootstrap_servers());
+  GroupMember a(t.path, options);
+  GroupMember b(t.path, options);
+  REQUIRE(wait_until([&] {
+    return assigned_count(a) > 0 && assigned_count(b) > 0 &&
+           assigned_count(a) + assigned_count(b) == 4;
+  }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 400));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+// Two members share the topic; b closes while records come in; a ends with every partition.
+void check_handover_on_close(const std::string& assignment_strategy) {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  IngestOptions options = group_options(cluster.bootstrap_servers());
+  options.kafka["partition.assignment.strategy"] = assignment_strategy;
+  GroupMember a(t.path, options);
+  auto b = std::make_unique<GroupMember>(t.path, options);
+  REQUIRE(wait_until([&] { return assigned_count(a) > 0 && assigned_count(*b) > 0; }));
+  // Closed while records are coming in: b's partitions go back to a mid-stream.
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 300));
+  REQUIRE(wait_until([&] { return event_count(t.store) >= 50; }));
+  b.reset();
+  REQUIRE(wait_until([&] { return assigned_count(a) == 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(300, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+TEST_CASE("when an ingest of a group closes, the others take over its partitions") {
+  check_handover_on_close("range,roundrobin");  // eager: every partition revoked, then assigned
+}
+
+TEST_CASE("with cooperative-sticky, an ingest of a group that closes hands over its partitions") {
+  check_handover_on_close("cooperative-sticky");  // incremental: only the moved ones revoked
+}
+
+TEST_CASE("when an ingest of a group stops polling, the others take over until it comes back") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempStore t;
+  const IngestOptions options = group_options(cluster.bootstrap_servers());
+  GroupMember a(t.path, options);
+  GroupMember b(t.path, options);
+  REQUIRE(wait_until([&] { return assigned_count(a) > 0 && assigned_count(b) > 0; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(0, 200));
+  REQUIRE(wait_until([&] { return event_count(t.store) >= 20; }));
+  // b hangs, holding its consumer: after max.poll.interval.ms it is out of the group and a reads
+  // every partition.
+  b.worker.request_stop();
+  b.worker.join();
+  REQUIRE(wait_until([&] { return assigned_count(a) == 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(200, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 300; }));
+  // b wakes up: it learns that its partitions are lost, rejoins, and shares the work again.
+  b.worker = std::jthread([&b](std::stop_token stop) { b.ingest.run(stop); });
+  REQUIRE(wait_until([&] { return assigned_count(b) > 0 && assigned_count(a) < 4; }));
+  produce_all(cluster.bootstrap_servers(), kTopic, group_records(300, 100));
+  CHECK(wait_until([&] { return event_count(t.store) >= 400; }));
+  check_exactly_once_in_order(t.store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+namespace {
+
+// The child of the crash test: reads the cluster's bootstrap servers from `pipe_in`, then runs
+// an ingest of the group on the store at `path` until it is killed (60 s at most).
+[[noreturn]] void run_member_until_killed(int pipe_in, const std::filesystem::path& path) {
+  std::string servers;
+  std::array<char, 256> buffer{};
+  for (ssize_t n = 0; (n = read(pipe_in, buffer.data(), buffer.size())) > 0;) {
+    servers.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  if (servers.empty()) _exit(0);  // the parent gave up before starting the cluster
+  try {
+    EventStore store = EventStore::open(path, TempStore::fast_options());
+    Ingest ingest(store, group_options(servers));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        ingest.poll_once();
+      } catch (const Error&) {
+        // Polled again: only the parent's checks matter.
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "crash test child: %s\n", e.what());
+  }
+  _exit(0);
+}
+
+// Kills and reaps the child when the test ends early.
+struct Child {
+  pid_t pid = -1;
+  void kill_now() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  ~Child() { kill_now(); }
+};
+
+}  // namespace
+
+TEST_CASE("when an ingest of a group crashes, the others take over from its stored offsets") {
+  // The child is forked before this process starts any thread (the cluster, the ingest), so it
+  // inherits no lock held by one; ctest runs each case in a process of its own.
+  test::TempDir dir;
+  const std::filesystem::path path = dir.file("store.db");
+  std::array<int, 2> to_child{};
+  REQUIRE(pipe(to_child.data()) == 0);
+  Child child{fork()};
+  REQUIRE(child.pid >= 0);
+  if (child.pid == 0) {
+    close(to_child[1]);  // else its read never sees the end
+    run_member_until_killed(to_child[0], path);
+  }
+  close(to_child[0]);
+
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  EventStore store = EventStore::open(path, TempStore::fast_options());  // the schema, first
+  const std::string servers = cluster.bootstrap_servers();
+  REQUIRE(write(to_child[1], servers.data(), servers.size()) ==
+          static_cast<ssize_t>(servers.size()));
+  close(to_child[1]);
+  GroupMember a(path, group_options(servers));
+  REQUIRE(wait_until([&] { return assigned_count(a) > 0 && assigned_count(a) < 4; }));
+  produce_all(servers, kTopic, group_records(0, 300));
+  // The child has appended records of its partitions (and stored their offsets) when killed.
+  REQUIRE(wait_until([&] {
+    const auto mine = a.ingest.assigned_partitions();
+    for (const auto& [partition, next] : a.ingest.offsets()) {
+      if (next > 0 && std::find(mine.begin(), mine.end(), partition) == mine.end()) return true;
+    }
+    return false;
+  }));
+  child.kill_now();
+  // After session.timeout.ms the group drops the dead member, and a reads every partition.
+  REQUIRE(wait_until([&] { return assigned_count(a) == 4; }));
+  produce_all(servers, kTopic, group_records(300, 100));
+  CHECK(wait_until([&] { return event_count(store) >= 400; }));
+  check_exactly_once_in_order(store, 400);
+  check_offsets_at_end(a.ingest);
+}
+
+TEST_CASE("an ingest that appends records again after another moved on keeps the offset ahead") {
+  // What a member that lost its partitions does when it appends late: the records are retries,
+  // and the offset it writes, behind the new owner's, does not move the stored one back.
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(10));
+  TempStore t;
+  EventStore other_store = EventStore::open(t.path, TempStore::fast_options());
+  IngestOptions options = ingest_options(cluster);
+  options.max_records = 3;
+  Ingest late(t.store, options);  // starts at offset 0
+  Ingest ahead(other_store, ingest_options(cluster));
+  REQUIRE(poll_until(ahead, 10) == 10);
+  REQUIRE(ahead.offsets().at(0) == 10);
+  CHECK(poll_until(late, 3) == 3);  // records 0..2 again, offset 3
+  CHECK(late.offsets().at(0) == 10);
+  CHECK(event_count(t.store) == 10);
+}
+
+TEST_CASE("in a consumer group, a record whose append fails is read again from the stored offset") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempStore t;
+  bool refuse = true;
+  IngestOptions options = group_options(cluster.bootstrap_servers());
+  options.stream_for_key = [&](std::string_view key) {
+    return refuse && key == "k1" ? std::string() : "payment-" + std::string(key);
+  };
+  Ingest ingest(t.store, options);
+  CHECK_THROWS_AS(poll_until(ingest, 3), InvalidArgument);  // "" is no stream id
+  CHECK(event_count(t.store) == 1);
+  CHECK(ingest.offsets().at(0) == 1);
+  refuse = false;
+  CHECK(poll_until(ingest, 2) == 2);  // the consumer went back to offset 1 (a seek)
+  CHECK(event_count(t.store) == 3);
+  CHECK(ingest.offsets().at(0) == 3);
 }

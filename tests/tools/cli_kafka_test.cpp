@@ -159,6 +159,52 @@ TEST_CASE("ingest follows the topic, printing progress, until SIGTERM ends it wi
   CHECK(contains(r.out, "ingest 'in' handled 3 records"));
 }
 
+TEST_CASE("two ingests with --group share the topic, and every record is stored once") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 4);
+  TempDir dir;
+  const auto db = empty_store(dir);
+  const std::vector<std::string> group{
+      "--group", "--json", "-X", "session.timeout.ms=3000", "-X", "heartbeat.interval.ms=300"};
+  CliProcess a(ingest_args(db, cluster, group));
+  CliProcess b(ingest_args(db, cluster, group));
+  // Records keyed k0..k15 (every partition gets some), a round a second: once the group has
+  // settled (a few seconds on the mock cluster), each ingest reads its share of them.
+  constexpr int kRounds = 12;
+  constexpr int kPerRound = 16;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<RecordToProduce> batch;
+    for (int i = 0; i < kPerRound; ++i) {
+      RecordToProduce r;
+      r.key = "k";
+      r.key += std::to_string(i);
+      r.value = "v";
+      r.value += std::to_string(round * kPerRound + i);
+      batch.push_back(std::move(r));
+    }
+    produce_all(cluster.bootstrap_servers(), kTopic, batch);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (store.head_position() < kRounds * kPerRound &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  a.signal(SIGTERM);
+  b.signal(SIGTERM);
+  const CliResult ra = a.wait();
+  const CliResult rb = b.wait();
+  REQUIRE(ra.code == 0);
+  REQUIRE(rb.code == 0);
+  CHECK(store.head_position() == kRounds * kPerRound);  // none lost, none twice
+  const Json ja = Json::parse(ra.out);
+  const Json jb = Json::parse(rb.out);
+  CHECK(ja["records"].get<int>() > 0);  // both did some of the work
+  CHECK(jb["records"].get<int>() > 0);
+  CHECK(ja["lag"] == 0);
+}
+
 TEST_CASE("relay and ingest refuse a missing store with one line, and need their options") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);

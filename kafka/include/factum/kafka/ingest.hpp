@@ -26,11 +26,19 @@
 // ingest starts each partition at its stored offset. A crash, a restart, or reading a partition
 // again from an earlier offset (another ingest name, a reset) therefore adds no duplicate.
 //
-// Not yet: consumer groups (the ingest assigns itself every partition of the topic; run one
-// ingest per name).
+// Without consumer_group the ingest assigns itself every partition of the topic: run one ingest
+// per name. With consumer_group, several ingests of one name and one store (in one process or
+// many) subscribe to the topic as one Kafka consumer group and the group coordinator spreads
+// the partitions over them; each starts a partition it is given at the stored offset, and drops
+// the records of a partition taken from it that it polled but had not appended yet (the next
+// owner reads them from the stored offset). A stored offset only moves forward, so an ingest
+// that appends late after losing a partition (it stalled past max.poll.interval.ms, or lost the
+// broker) writes only retries and cannot move the new owner back. A rebalance or a crash
+// therefore neither loses nor duplicates a record in the store.
 //
-// Thread-safety: one thread consumes (poll_once or run) at a time; offsets() and end_offsets()
-// may be called from any thread. The store may be used by other threads meanwhile.
+// Thread-safety: one thread consumes (poll_once or run) at a time; offsets(), end_offsets() and
+// assigned_partitions() may be called from any thread. The store may be used by other threads
+// meanwhile.
 #pragma once
 
 #include <chrono>
@@ -41,6 +49,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "factum/eventstore/event_store.hpp"
 #include "factum/kafka/errors.hpp"
@@ -65,15 +74,26 @@ struct IngestOptions {
   std::chrono::milliseconds poll_timeout{100};
   // At most this many records per poll_once. Default 500.
   std::size_t max_records = 500;
+  // Join the Kafka consumer group group.id (subscribe) instead of assigning every partition:
+  // ingests of the same name on the same store share the topic's partitions, and take over
+  // those of an ingest that closes, crashes or stalls. Partitions are assigned in the rebalance
+  // callback, each at its stored offset (never Kafka's committed offsets). Both the eager
+  // assignors (range, roundrobin: librdkafka's default) and cooperative-sticky work; do not mix
+  // them in one group. Rebalances happen inside poll_once, on its thread (a failure to read the
+  // stored offsets then is thrown by poll_once). group.instance.id (static membership) is
+  // passed through untested. Default false.
+  bool consumer_group = false;
 };
 
 class Ingest {
  public:
   // Creates the offsets table when missing, creates the consumer and assigns it every partition
-  // of the topic at its stored offset (the beginning when none is stored). The store must
-  // outlive the ingest. Throws InvalidArgument (a missing name, topic or stream_for_key, a bad
-  // property), KafkaError (the consumer cannot be created, the topic's partitions cannot be
-  // read), StorageError.
+  // of the topic at its stored offset (the beginning when none is stored), or with
+  // consumer_group subscribes to the topic (partitions come in poll_once). The store must
+  // outlive the ingest; the destructor leaves the group (its partitions go to the others). Throws
+  // InvalidArgument (a missing name, topic or stream_for_key, a bad property), KafkaError (the
+  // consumer cannot be created, the topic's partitions cannot be read, the subscription is
+  // refused), StorageError.
   Ingest(EventStore& store, IngestOptions options);
   ~Ingest();
   Ingest(const Ingest&) = delete;
@@ -89,7 +109,9 @@ class Ingest {
   // other content or in another stream, StorageError); the consumer then goes back to the stored
   // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
   // reports (a broker out of reach, an unknown topic; librdkafka recovers from most by itself,
-  // so poll again).
+  // so poll again). With consumer_group, a rebalance runs inside this call; when the stored
+  // offsets of newly assigned partitions cannot be read it throws StorageError, and the next
+  // call tries to start those partitions again.
   std::size_t poll_once();
 
   // Calls poll_once until `stop` is requested. A failure (any factum::Error) is retried after a
@@ -103,8 +125,13 @@ class Ingest {
   // The end of each partition of the topic, asked of the broker (its high watermark: the offset
   // the next record produced will get), for every partition the ingest reads. The records still
   // to ingest are end_offsets()[p] - offsets()[p] (from the start of the partition when no offset
-  // is stored). Waits up to 10 s per partition. Throws KafkaError.
+  // is stored). Waits up to 10 s per partition. With consumer_group, still every partition of
+  // the topic (offsets() holds those of every instance). Throws KafkaError.
   std::map<std::int32_t, std::int64_t> end_offsets() const;
+
+  // The partitions this ingest reads now, ascending: every partition of the topic, or with
+  // consumer_group its share (empty before the group gave it one). Throws nothing.
+  std::vector<std::int32_t> assigned_partitions() const;
 
  private:
   class Impl;
