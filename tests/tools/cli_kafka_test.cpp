@@ -89,6 +89,22 @@ TEST_CASE("relay --once publishes every event of the log and prints the final st
   CHECK(got.size() == 8);
 }
 
+TEST_CASE("relay --transactional-id publishes in committed transactions, seen by read_committed") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  SampleStore s;
+  const CliResult r =
+      run_cli(relay_args(s, cluster, {"--transactional-id", "bank-out-1", "--once", "--json"}));
+  CHECK(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["published"] == 8);
+  CHECK(j["checkpoint"] == 8);
+  CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 2, 8).size() == 8);  // read_committed
+  CHECK(run_cli(relay_args(s, cluster,
+                           {"--transactional-id", "x", "-X", "transactional.id=y", "--once"}))
+            .code == 1);
+}
+
 TEST_CASE("relay --once again publishes nothing: its checkpoint is in the store") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);
