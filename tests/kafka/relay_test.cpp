@@ -428,7 +428,8 @@ TEST_CASE("partition leaders moving between brokers mid-publish lose, repeat or 
   check_stream_order(records);
 }
 
-TEST_CASE("a transactional relay commits each batch; read_committed consumers see every event") {
+TEST_CASE(
+    "a transactional relay commits each batch, and read_committed consumers see every event") {
   MockCluster cluster;
   cluster.create_topic(kTopic, kPartitions);
   TempStore t;
@@ -451,7 +452,8 @@ TEST_CASE("a transactional relay commits each batch; read_committed consumers se
   check_stream_order(records);
 }
 
-TEST_CASE("a transaction the broker aborts at commit leaves the checkpoint; a retry publishes it") {
+TEST_CASE(
+    "a transaction the broker aborts at commit leaves the checkpoint, and a retry publishes it") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);
   TempStore t;
@@ -487,7 +489,7 @@ TEST_CASE("a transaction the broker aborts at commit leaves the checkpoint; a re
   check_stream_order(records);
 }
 
-TEST_CASE("a partition the transaction cannot add aborts the batch; a retry publishes it") {
+TEST_CASE("a partition the transaction cannot add aborts the batch, and a retry publishes it") {
   MockCluster cluster;
   cluster.create_topic(kTopic, 1);
   TempStore t;
