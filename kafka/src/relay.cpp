@@ -461,10 +461,11 @@ class Relay::Impl {
   Position checkpoint_ = 0;      // guarded by mu_
   std::uint64_t published_ = 0;  // guarded by mu_
   std::string last_error_;       // guarded by mu_
-  std::string
-      unusable_;  // transactional: why the relay cannot publish any more (publishing thread)
+  // Transactional only, publishing thread only: why the relay cannot publish any more ("" while
+  // it can) and librdkafka's code for it; a transaction a failed abort left open.
+  std::string unusable_;
   int unusable_code_ = 0;
-  bool abort_pending_ = false;  // transactional: a transaction still to abort (publishing thread)
+  bool abort_pending_ = false;
 };
 
 Relay::Relay(EventStore& store, RelayOptions options)
