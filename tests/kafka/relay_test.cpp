@@ -379,14 +379,18 @@ TEST_CASE("a relay refuses options that would weaken its guarantee or name nothi
 }
 
 // Skipped by default (run it with --no-skip): on librdkafka 2.0.2's mock cluster about one run
-// in three loses 20-40 records, acknowledged but never appended: the client's debug log shows
-// each produce batch delivered exactly once, the partition's log is contiguous and shorter. The
-// relay cannot see that (its delivery reports all succeed); whether the mock or the client is
-// at fault is not known yet. See docs/kafka.md, "Not done yet".
+// in five to eight loses 20-40 records, acknowledged but never appended (every delivery report
+// succeeded, the partition's log is contiguous and shorter). A plain idempotent librdkafka
+// producer, without factum, loses records the same way under leader moves (more often with
+// topic.metadata.refresh.fast.interval.ms=20), and lost none in five runs without idempotence:
+// a fault of librdkafka 2.0.2's idempotent producer or of its mock cluster, which the relay
+// cannot see.
+// See docs/kafka.md, "Not done yet".
 TEST_CASE("partition leaders moving between brokers mid-publish lose, repeat or reorder nothing" *
           doctest::skip()) {
   MockCluster cluster(3);
   cluster.create_topic(kTopic, kPartitions);
+  cluster.set_rtt(5);  // the publishing lasts long enough for several moves
   TempStore t;
   for (int i = 0; i < 1500; ++i) {  // 12 streams, so that every partition has some
     t.store.append("s-" + std::to_string(i % 12), ExpectedVersion::any(),
@@ -395,8 +399,6 @@ TEST_CASE("partition leaders moving between brokers mid-publish lose, repeat or 
   RelayOptions options = relay_options(cluster);
   options.batch_size = 100;
   options.kafka["batch.num.messages"] = "20";  // many small requests: some meet a moved leader
-  options.kafka["retry.backoff.ms"] = "20";    // and find the new one quickly
-  options.kafka["topic.metadata.refresh.fast.interval.ms"] = "20";
   Relay relay(t.store, options);
   std::atomic<bool> done{false};
   std::size_t published = 0;
