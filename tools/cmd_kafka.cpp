@@ -129,6 +129,7 @@ void add_bridge_options(CLI::App& cmd, BridgeOptions& o, const std::string& topi
 
 struct RelayCommand : BridgeOptions {
   std::string category;
+  std::string transactional_id;  // "": no transactions
 };
 
 void print_relay_progress(const RelayCommand& o, const kafka::RelayStatus& s) {
@@ -181,9 +182,16 @@ int run_relay(const RelayCommand& o) {
   options.name = o.name;
   options.topic = o.topic;
   options.category = o.category;
+  options.transactional_id = o.transactional_id;
+  const long timeout_ms = std::max(1L, static_cast<long>(o.timeout * 1000));
+  options.transaction_timeout = std::chrono::milliseconds(timeout_ms);
   options.kafka = kafka_properties(o);
-  options.kafka.try_emplace("message.timeout.ms",
-                            std::to_string(static_cast<long>(o.timeout * 1000)));
+  options.kafka.try_emplace("message.timeout.ms", std::to_string(timeout_ms));
+  // librdkafka wants message.timeout.ms <= transaction.timeout.ms (default 60 s).
+  if (!o.transactional_id.empty()) {
+    options.kafka.try_emplace("transaction.timeout.ms",
+                              std::to_string(std::max(timeout_ms, 60000L)));
+  }
   kafka::Relay relay(store, options);
   stop_on_signals();
   std::exception_ptr failure;
@@ -304,6 +312,9 @@ void add_kafka_commands(CLI::App& app, Action& action) {
       "(docs/kafka.md)");
   add_bridge_options(*cmd, *relay, "The topic to publish to");
   cmd->add_option("--category", relay->category, "Publish only this category (default: all)");
+  cmd->add_option("--transactional-id", relay->transactional_id,
+                  "Publish each batch in one Kafka transaction with this transactional.id "
+                  "(read_committed consumers see a batch all or nothing)");
   cmd->callback([&action, relay] { action = [relay] { return run_relay(*relay); }; });
 
   auto ingest = std::make_shared<IngestCommand>();

@@ -15,6 +15,7 @@
 #include "client.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "headers.hpp"
+#include "transaction.hpp"
 
 namespace factum::kafka {
 namespace {
@@ -75,6 +76,15 @@ void check(const RelayOptions& options) {
   }
   require_property(options, "enable.idempotence", {"true"});
   require_property(options, "acks", {"all", "-1"});
+  if (options.kafka.count("transactional.id") != 0) {
+    throw InvalidArgument("factum kafka: relay '" + options.name +
+                          "': give the transactional id as RelayOptions::transactional_id, not as "
+                          "the property 'transactional.id'");
+  }
+  if (!options.transactional_id.empty() && options.transaction_timeout.count() <= 0) {
+    throw InvalidArgument("factum kafka: relay '" + options.name +
+                          "': transaction_timeout must be > 0");
+  }
 }
 
 rd_kafka_vu_t value_of(rd_kafka_vtype_t type) {
@@ -103,6 +113,7 @@ class Relay::Impl {
       checkpoint_ = CheckpointStore::load(sql, name_);
     });
     producer_ = make_producer();
+    if (transactional()) init_transactions();
   }
 
   ~Impl() {
@@ -111,6 +122,7 @@ class Relay::Impl {
   }
 
   std::size_t publish_once() {
+    if (transactional()) return publish_transaction();
     const auto batch = std::make_unique<Batch>();
     try {
       fill(*batch, checkpoint() + 1);
@@ -130,6 +142,7 @@ class Relay::Impl {
   // never waits for the relay; the batches whose reports are all in are confirmed from the
   // oldest on, together, with one checkpoint write.
   std::size_t publish_available(std::stop_token stop) {
+    if (transactional()) return publish_transactions(stop);
     std::deque<std::unique_ptr<Batch>> flight;
     const SettleOnExit settle_first{*this};  // declared after the batches: runs before they go
     Position from = checkpoint() + 1;
@@ -164,6 +177,7 @@ class Relay::Impl {
         published = publish_available(stop);
       } catch (const Error& e) {
         record_error(e.what());
+        if (!unusable_.empty()) throw;  // a fatal transactional error: the relay is done
       }
       if (published > 0) continue;
       std::unique_lock lock(mu);
@@ -204,6 +218,7 @@ class Relay::Impl {
     detail::set_property(*conf, "acks", "all");
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &Impl::on_delivery);
     rd_kafka_conf_set_opaque(conf.get(), this);
+    if (transactional()) detail::set_property(*conf, "transactional.id", options_.transactional_id);
     return detail::make_client(RD_KAFKA_PRODUCER, std::move(conf),
                                "producer of relay '" + options_.name + "'");
   }
@@ -350,6 +365,129 @@ class Relay::Impl {
     last_error_ = message;
   }
 
+  // --- transactional publishing (options_.transactional_id set) ---
+
+  bool transactional() const { return !options_.transactional_id.empty(); }
+
+  void init_transactions() {
+    const detail::TxnResult r = detail::init_transactions(*producer_, options_.transaction_timeout);
+    if (r.ok()) return;
+    throw KafkaError("producer of relay '" + options_.name + "'", r.code,
+                     "factum kafka: relay '" + options_.name +
+                         "': cannot initialise transactions with transactional.id '" +
+                         options_.transactional_id + "': " + r.message);
+  }
+
+  // One batch in one transaction: begin, hand over, every report in, commit, then the
+  // checkpoint past the whole batch. Nothing overlaps.
+  std::size_t publish_transaction() {
+    throw_if_unusable();
+    finish_abort();
+    const Position from = checkpoint() + 1;
+    if (!has_events_from(from)) return 0;
+    expect(detail::begin_transaction(*producer_), "begin a transaction");
+    const auto batch = std::make_unique<Batch>();
+    try {
+      fill(*batch, from);
+      settle();
+    } catch (...) {
+      settle();
+      static_cast<void>(detail::abort_transaction(*producer_, options_.transaction_timeout));
+      throw;
+    }
+    if (batch->records.empty()) {  // not expected: the log only grows
+      abort_transaction();
+      return 0;
+    }
+    if (!confirmed_whole(*batch)) {
+      abort_transaction();
+      const auto first =
+          std::find_if(batch->records.begin(), batch->records.end(), [](const Handed& h) {
+            return !h.outcome.done || h.outcome.error != RD_KAFKA_RESP_ERR_NO_ERROR;
+          });
+      fail(*first, first->outcome.error);
+    }
+    commit_transaction(*batch);
+    advance(batch->records.back().position, batch->records.size());
+    record_error("");
+    return batch->records.size();
+  }
+
+  // Whether an event of the relayed log or category lies at `from` or after (one short read).
+  bool has_events_from(Position from) const {
+    auto first = [](const EventView&) { return false; };
+    return (options_.category.empty() ? store_.visit_all(from, first)
+                                      : store_.visit_category(options_.category, from, first)) > 0;
+  }
+
+  std::size_t publish_transactions(std::stop_token stop) {
+    std::size_t published = 0;
+    do {
+      const std::size_t n = publish_transaction();
+      if (n == 0) break;
+      published += n;
+    } while (!stop.stop_requested());
+    return published;
+  }
+
+  // Commits; an abortable failure aborts and throws DeliveryError for the batch's first event.
+  void commit_transaction(const Batch& batch) {
+    const detail::TxnResult r =
+        detail::commit_transaction(*producer_, options_.transaction_timeout);
+    if (r.ok()) return;
+    if (r.kind == detail::TxnResult::Kind::kFatal) give_up("commit the transaction", r);
+    abort_transaction();  // abortable, or still retriable after transaction_timeout
+    const Handed& first = batch.records.front();
+    std::string message =
+        "factum kafka: relay '" + options_.name + "': the transaction of the events at positions " +
+        std::to_string(first.position) + ".." + std::to_string(batch.records.back().position) +
+        " was aborted, nothing of it published to topic '" + options_.topic + "': " + r.message;
+    record_error(message);
+    throw DeliveryError(options_.topic, first.position, r.code, message);
+  }
+
+  // Aborts; a retriable failure (the coordinator out of reach) leaves the abort to the next
+  // batch (finish_abort), a fatal one makes the relay unusable.
+  void abort_transaction() {
+    const detail::TxnResult r = detail::abort_transaction(*producer_, options_.transaction_timeout);
+    abort_pending_ = !r.ok();
+    if (r.kind == detail::TxnResult::Kind::kFatal) give_up("abort the transaction", r);
+  }
+
+  // Aborts the transaction a previous batch could not; throws DeliveryError while that fails.
+  void finish_abort() {
+    if (!abort_pending_) return;
+    abort_transaction();
+    if (!abort_pending_) return;
+    const Position next = checkpoint() + 1;
+    std::string message = "factum kafka: relay '" + options_.name +
+                          "': the previous transaction is not aborted yet, so the events from "
+                          "position " +
+                          std::to_string(next) + " on wait";
+    record_error(message);
+    throw DeliveryError(options_.topic, next, 0, message);
+  }
+
+  // Anything but success makes the relay unusable.
+  void expect(const detail::TxnResult& r, const std::string& what) {
+    if (!r.ok()) give_up(what, r);
+  }
+
+  [[noreturn]] void give_up(const std::string& what, const detail::TxnResult& r) {
+    std::string message = "factum kafka: relay '" + options_.name + "': cannot " + what +
+                          " (transactional.id '" + options_.transactional_id + "'): " + r.message +
+                          "; the relay is unusable, create a new one";
+    unusable_code_ = r.code;
+    unusable_ = message;
+    record_error(message);
+    throw KafkaError("producer of relay '" + options_.name + "'", r.code, message);
+  }
+
+  void throw_if_unusable() const {
+    if (unusable_.empty()) return;
+    throw KafkaError("producer of relay '" + options_.name + "'", unusable_code_, unusable_);
+  }
+
   EventStore& store_;
   const RelayOptions options_;
   const std::string name_;  // the checkpoint's name
@@ -360,6 +498,11 @@ class Relay::Impl {
   Position checkpoint_ = 0;      // guarded by mu_
   std::uint64_t published_ = 0;  // guarded by mu_
   std::string last_error_;       // guarded by mu_
+  // Transactional only, publishing thread only: why the relay cannot publish any more ("" while
+  // it can) and librdkafka's code for it; a transaction a failed abort left open.
+  std::string unusable_;
+  int unusable_code_ = 0;
+  bool abort_pending_ = false;
 };
 
 Relay::Relay(EventStore& store, RelayOptions options)

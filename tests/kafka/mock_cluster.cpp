@@ -91,12 +91,28 @@ void MockCluster::fail_produce_requests(int count, int error) {
   rd_kafka_mock_push_request_errors_array(cluster_, 0 /* Produce */, errors.size(), errors.data());
 }
 
+void MockCluster::fail_requests(int api_key, int count, int error) {
+  std::vector<rd_kafka_resp_err_t> errors(static_cast<std::size_t>(count),
+                                          static_cast<rd_kafka_resp_err_t>(error));
+  rd_kafka_mock_push_request_errors_array(cluster_, static_cast<std::int16_t>(api_key),
+                                          errors.size(), errors.data());
+}
+
+void MockCluster::set_leader(const std::string& topic, int partition, int broker) {
+  if (rd_kafka_mock_partition_set_leader(cluster_, topic.c_str(), partition, broker) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw std::runtime_error("kafka test: cannot move the leader of " + topic + " [" +
+                             std::to_string(partition) + "]");
+  }
+}
+
 std::vector<ConsumedRecord> consume_all(const std::string& bootstrap_servers,
                                         const std::string& topic, int partitions,
                                         std::size_t expected, std::chrono::milliseconds timeout) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", bootstrap_servers);
   set(conf, "group.id", "factum-kafka-test");
+  set(conf, "isolation.level", "read_committed");  // librdkafka's default, said out loud
   set(conf, "enable.auto.commit", "false");
   rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk);

@@ -32,6 +32,11 @@ class MockCluster {
   void set_rtt(int ms);
   // The next `count` Produce requests fail with `error` (an rd_kafka_resp_err_t).
   void fail_produce_requests(int count, int error);
+  // The next `count` requests of Kafka API `api_key` (22 InitProducerId, 24 AddPartitionsToTxn,
+  // 26 EndTxn, ...) fail with `error`.
+  void fail_requests(int api_key, int count, int error);
+  // Broker `broker` becomes the leader of `partition` of `topic`.
+  void set_leader(const std::string& topic, int partition, int broker);
 
  private:
   rd_kafka_s* client_ = nullptr;
@@ -47,7 +52,8 @@ struct ConsumedRecord {
   std::map<std::string, std::string> headers;
 };
 
-// The records of `topic` (partitions 0..partitions-1) from the beginning, in the order the
+// The records of `topic` (partitions 0..partitions-1) from the beginning, as a read_committed
+// consumer sees them (no record of an open or aborted transaction), in the order the
 // consumer got them (offset order within a partition). Reads until `expected` records came or
 // `timeout` passed, then half a second more, so that records beyond `expected` are seen too.
 std::vector<ConsumedRecord> consume_all(

@@ -4,9 +4,13 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "cli_fixture.hpp"
+#include "factum/kafka/headers.hpp"
+#include "factum/projections/checkpoint_store.hpp"
 #include "mock_cluster.hpp"
 
 using namespace factum;
@@ -52,6 +56,22 @@ std::filesystem::path empty_store(const TempDir& dir) {
   return path;
 }
 
+// A store of `count` events over `streams` streams (event i in stream "s-<i % streams>"),
+// appended 100 at a time.
+std::filesystem::path large_store(const TempDir& dir, int count, int streams) {
+  const std::filesystem::path path = dir.file("large.db");
+  EventStore store = EventStore::open(path, TempStore::fast_options());
+  for (int first = 0; first < count; first += 100) {
+    std::map<std::string, std::vector<EventData>> by_stream;
+    for (int i = first; i < std::min(count, first + 100); ++i) {
+      by_stream["s-" + std::to_string(i % streams)].push_back(
+          make_event("test.Happened", "payload-" + std::to_string(i)));
+    }
+    for (auto& [stream, events] : by_stream) store.append(stream, ExpectedVersion::any(), events);
+  }
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("relay --once publishes every event of the log and prints the final status") {
@@ -67,6 +87,22 @@ TEST_CASE("relay --once publishes every event of the log and prints the final st
   CHECK(j["lag"] == 0);
   const auto got = consume_all(cluster.bootstrap_servers(), kTopic, 2, 8);
   CHECK(got.size() == 8);
+}
+
+TEST_CASE("relay --transactional-id publishes in committed transactions, seen by read_committed") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  SampleStore s;
+  const CliResult r =
+      run_cli(relay_args(s, cluster, {"--transactional-id", "bank-out-1", "--once", "--json"}));
+  CHECK(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["published"] == 8);
+  CHECK(j["checkpoint"] == 8);
+  CHECK(consume_all(cluster.bootstrap_servers(), kTopic, 2, 8).size() == 8);  // read_committed
+  CHECK(run_cli(relay_args(s, cluster,
+                           {"--transactional-id", "x", "-X", "transactional.id=y", "--once"}))
+            .code == 1);
 }
 
 TEST_CASE("relay --once again publishes nothing: its checkpoint is in the store") {
@@ -245,4 +281,64 @@ TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1"
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "no.such.property"));
+}
+
+TEST_CASE("after a SIGKILL mid-way, relay --once resumes from the checkpoint: none lost") {
+  constexpr int kEvents = 6000;
+  constexpr int kPartitions = 3;
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  cluster.set_rtt(100);  // with 10 records a request, the 6000 take seconds: time to kill it
+  TempDir dir;
+  const auto db = large_store(dir, kEvents, 7);
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const Position head = store.head_position();
+  REQUIRE(head == kEvents);
+  const CheckpointStore checkpoints(store);  // creates the table before the relay runs
+  const auto checkpoint = [&] { return checkpoints.load("kafka-relay:out"); };
+  const std::vector<std::string> args{
+      "relay",  db.string(), "--brokers", cluster.bootstrap_servers(), "--topic", kTopic,
+      "--name", "out",       "-X",        "batch.num.messages=10"};
+
+  // Killed once a first batch is confirmed and before the last one.
+  CliProcess relay(args);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (checkpoint() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  relay.signal(SIGKILL);
+  CHECK(relay.wait().code == 128 + SIGKILL);
+  const Position at_kill = checkpoint();  // the process is gone: it no longer moves
+  REQUIRE(at_kill > 0);
+  REQUIRE(at_kill < head);
+
+  cluster.set_rtt(0);
+  std::vector<std::string> once = args;
+  once.insert(once.end(), {"--once", "--json"});
+  const CliResult r = run_cli(once);
+  REQUIRE(r.code == 0);
+  CHECK(Json::parse(r.out)["checkpoint"] == head);
+  CHECK(checkpoint() == head);
+
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, kEvents);
+  std::set<std::string> ids;
+  for (const RecordedEvent& e : store.read_all()) ids.insert(e.id.to_string());
+  std::set<std::string> seen;
+  std::map<std::string, std::uint64_t> last_version;  // per stream, of first appearances
+  std::size_t repeats = 0;
+  for (const ConsumedRecord& record : records) {
+    const std::string& id = record.headers.at(kafka::kEventIdHeader);
+    const std::uint64_t position = std::stoull(record.headers.at(kafka::kPositionHeader));
+    if (!seen.insert(id).second) {
+      ++repeats;
+      CHECK(position > at_kill);  // only the unconfirmed tail is published twice
+      continue;
+    }
+    const std::uint64_t version = std::stoull(record.headers.at(kafka::kStreamVersionHeader));
+    CHECK(version == last_version[record.key] + 1);
+    last_version[record.key] = version;
+  }
+  CHECK(seen == ids);  // every event, none lost
+  MESSAGE("checkpoint at kill " << at_kill << ", records " << records.size() << ", repeats "
+                                << repeats);
 }

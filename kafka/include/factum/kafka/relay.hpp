@@ -23,6 +23,19 @@
 // The checkpoint is the row "kafka-relay:<name>" of factum_checkpoints (projections'
 // CheckpointStore), so it is read and moved like a projection's.
 //
+// Transactional publishing (RelayOptions::transactional_id set): each batch is one Kafka
+// transaction, committed before the checkpoint moves past it, so a read_committed consumer sees
+// a batch all or nothing. It is still at least once, not exactly once: the checkpoint lives in
+// the store, not in the Kafka transaction, so a crash (or a failed checkpoint write) between the
+// commit and the checkpoint write publishes the committed batch again, in a new transaction.
+// A transaction the broker aborts (an abortable error) throws DeliveryError and leaves the
+// checkpoint where it was: the next batch publishes the same events again, and read_committed
+// consumers never see the aborted ones. A fatal error (another producer with the same
+// transactional id fenced this one, say) throws KafkaError and leaves the relay unusable: every
+// later call throws KafkaError, run() included; destroy it and create a new one. The
+// transactional id must belong to this relay alone: a second relay started with it fences the
+// first.
+//
 // Thread-safety: one thread publishes (publish_once or run) at a time; status() may be called
 // from any thread meanwhile. Several relays may share one store (distinct names).
 #pragma once
@@ -57,6 +70,14 @@ struct RelayOptions {
   // run() waits this long when there is nothing to publish, or after a failed batch.
   // Default 200 ms.
   std::chrono::milliseconds idle_wait{200};
+  // The producer's transactional.id; "" (the default) publishes without transactions. When set,
+  // each batch is one Kafka transaction (see the top of this file) and batches never overlap.
+  // Giving transactional.id among `kafka` instead is refused. Unique per relay: a second
+  // producer with the same id fences this one.
+  std::string transactional_id;
+  // With transactional_id: how long the constructor waits for init_transactions, and each
+  // commit or abort for the broker's answer. Default 30 s.
+  std::chrono::milliseconds transaction_timeout{30000};
 };
 
 // A snapshot of a relay's progress.
@@ -75,7 +96,9 @@ class Relay {
   // Loads the checkpoint (creating the checkpoint table when missing) and creates the
   // producer. The store must outlive the relay. Throws InvalidArgument (an empty name or topic,
   // a zero batch_size, an unknown or invalid property, enable.idempotence or acks given another
-  // value), KafkaError (the producer cannot be created), StorageError.
+  // value, transactional.id given among the properties), KafkaError (the producer cannot be
+  // created; with transactional_id, init_transactions failed or took longer than
+  // transaction_timeout), StorageError.
   Relay(EventStore& store, RelayOptions options);
   // Waits up to a few seconds for records still in flight (there are none once publish_once
   // has returned) and closes the producer. Never throws.
@@ -90,6 +113,13 @@ class Relay {
   // there was nothing to publish). Throws DeliveryError naming the first unconfirmed event when
   // one was not confirmed (the checkpoint has moved past the events before it),
   // CorruptEventError, StorageError.
+  //
+  // With transactional_id: the batch is one transaction, committed (within transaction_timeout)
+  // after every delivery report came; the checkpoint moves past the whole batch only after the
+  // commit succeeded. An unconfirmed record or an abortable transaction error aborts the
+  // transaction and throws DeliveryError naming the batch's first unconfirmed event (its first
+  // event when the commit failed); the checkpoint does not move. A fatal producer error (fenced)
+  // throws KafkaError: the relay is unusable from then on (see the top of this file).
   std::size_t publish_once();
 
   // Publishes every event after the checkpoint (and those appended meanwhile), batch_size at a
@@ -100,13 +130,16 @@ class Relay {
   // requested, hands over nothing more and returns when the batches in flight are settled.
   // Returns how many events were confirmed. Throws what publish_once throws, once every record
   // handed over is settled (the checkpoint has moved past the batches before the failed one;
-  // the confirmed events of the batches after it are published again later).
+  // the confirmed events of the batches after it are published again later). With
+  // transactional_id the batches do not overlap: one transaction at a time, each as
+  // publish_once.
   std::size_t publish_available(std::stop_token stop = {});
 
   // Calls publish_available until `stop` is requested, waiting idle_wait when there is nothing
   // to publish; a failed batch (any factum::Error) is recorded in status().last_error and retried
   // after idle_wait. Returns when stop is requested (within about idle_wait, or once the batch
-  // in hand is settled). Throws only what is not a factum::Error (std::bad_alloc, say).
+  // in hand is settled). Throws only what is not a factum::Error (std::bad_alloc, say), and,
+  // with transactional_id, the KafkaError of a fatal producer error (the relay is unusable).
   void run(std::stop_token stop);
 
   // The relay's progress. Reads the store's head. Throws StorageError.
