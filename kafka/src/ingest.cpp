@@ -139,6 +139,7 @@ class Ingest::Impl {
     start_unstarted();
     std::vector<Ingested> batch;
     std::optional<KafkaError> error;
+    bool gap = false;  // the error is records deleted before they were ingested
     int timeout = static_cast<int>(options_.poll_timeout.count());
     while (batch.size() < options_.max_records) {
       const Message record(rd_kafka_consumer_poll(consumer_.get(), timeout));
@@ -148,6 +149,7 @@ class Ingest::Impl {
       if (record->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
       if (record->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         error = consumer_error(*record);
+        gap = record->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET;
         break;
       }
       batch.push_back(ingested(*record));
@@ -158,6 +160,7 @@ class Ingest::Impl {
       rewind();  // read the failed record again next time
       throw;
     }
+    if (gap) rewind();  // the fetcher stopped at the gap: meet it again on the next poll
     if (error) throw *error;
     if (rebalance_error_) std::rethrow_exception(std::exchange(rebalance_error_, nullptr));
     return batch.size();
@@ -212,7 +215,9 @@ class Ingest::Impl {
   detail::Client make_consumer() {
     std::map<std::string, std::string> properties = options_.kafka;
     properties.try_emplace("group.id", "factum-ingest-" + options_.name);
-    properties.try_emplace("auto.offset.reset", "earliest");
+    // A stored offset the partition no longer holds (records deleted by retention before they
+    // were ingested, a topic recreated) is an error, not a silent jump (see consumer_error).
+    properties.try_emplace("auto.offset.reset", "error");
     properties["enable.auto.commit"] = "false";
     properties["enable.auto.offset.store"] = "false";
     detail::Conf conf = detail::make_conf(properties);
@@ -392,10 +397,34 @@ class Ingest::Impl {
   }
 
   KafkaError consumer_error(const rd_kafka_message_t& record) const {
+    if (record.err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+      return KafkaError(
+          options_.topic, static_cast<int>(record.err),
+          "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
+              "' partition " + std::to_string(record.partition) + ": the stored offset " +
+              stored_offset_text(record.partition) +
+              " is no longer in the topic (records deleted by retention before they were "
+              "ingested, or the topic was recreated; " +
+              rd_kafka_message_errstr(&record) +
+              "); nothing after it is ingested. To accept the loss and go on, give the property "
+              "auto.offset.reset=earliest, or store another offset for the partition");
+    }
     return KafkaError(options_.topic, static_cast<int>(record.err),
                       "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
                           "' partition " + std::to_string(record.partition) + ": " +
                           rd_kafka_message_errstr(&record));
+  }
+
+  // The partition's stored offset as text ("(none)" when none is stored, or unreadable).
+  std::string stored_offset_text(std::int32_t partition) const {
+    try {
+      const auto stored = offsets();
+      const auto it = stored.find(partition);
+      if (it != stored.end()) return std::to_string(it->second);
+    } catch (const Error&) {
+      // Only for the message.
+    }
+    return "(none)";
   }
 
   Ingested ingested(const rd_kafka_message_t& record) const {

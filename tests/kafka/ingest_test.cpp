@@ -587,3 +587,50 @@ TEST_CASE("in a consumer group, a record whose append fails is read again from t
   CHECK(event_count(t.store) == 3);
   CHECK(ingest.offsets().at(0) == 3);
 }
+
+// Records the broker deleted before the ingest read them (retention; here the mock cluster's
+// own limit of about 5 MB per partition) cannot be ingested; skipping them silently would lose
+// facts without a trace. The ingest stops at the gap with an error instead, until an operator
+// accepts the loss (auto.offset.reset=earliest, or a new stored offset).
+TEST_CASE("records deleted before they were ingested stop the ingest with an error, no skip") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(5));
+  TempStore t;
+  {
+    Ingest ingest(t.store, ingest_options(cluster));
+    REQUIRE(poll_until(ingest, 5) == 5);
+  }
+  // 8 MB more: the partition's oldest records, from offset 5 on, are deleted.
+  std::vector<RecordToProduce> big;
+  for (int i = 0; i < 8000; ++i) big.push_back({"k", std::string(1000, 'x'), {}});
+  produce_all(cluster.bootstrap_servers(), kTopic, big);
+
+  Ingest ingest(t.store, ingest_options(cluster));
+  for (int attempt = 0; attempt < 2; ++attempt) {  // reported again on every poll
+    bool thrown = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!thrown && std::chrono::steady_clock::now() < deadline) {
+      try {
+        ingest.poll_once();
+      } catch (const kafka::KafkaError& e) {
+        thrown = true;
+        const std::string message = e.what();
+        CHECK(message.find("partition 0") != std::string::npos);
+        CHECK(message.find("offset 5") != std::string::npos);
+        CHECK(message.find("no longer in the topic") != std::string::npos);
+      }
+    }
+    REQUIRE(thrown);
+    CHECK(t.store.head_position() == 5);  // nothing appended past the gap
+    CHECK(ingest.offsets().at(0) == 5);
+  }
+
+  // Accepting the loss: the ingest goes on from the first record the partition still holds.
+  IngestOptions accept = ingest_options(cluster);
+  accept.kafka["auto.offset.reset"] = "earliest";
+  Ingest going_on(t.store, accept);
+  const std::size_t handled = poll_until(going_on, 1);
+  CHECK(handled >= 1);
+  CHECK(going_on.offsets().at(0) > 5);
+}

@@ -63,7 +63,11 @@ struct IngestOptions {
   std::string topic;
   // librdkafka consumer properties (bootstrap.servers at least). group.id defaults to
   // "factum-ingest-<name>"; enable.auto.commit and enable.auto.offset.store are set to false
-  // (offsets live in the store). Default: none.
+  // (offsets live in the store). auto.offset.reset defaults to "error": a stored offset the
+  // partition no longer holds (its records deleted by retention before they were ingested)
+  // makes every poll_once throw KafkaError naming the partition and the offset, instead of
+  // skipping the lost records silently; give "earliest" to accept the loss and go on.
+  // Default: none.
   std::map<std::string, std::string> kafka;
   // The stream of a record, from its key (the key may be empty). Required; an id the store
   // refuses makes poll_once throw InvalidArgument.
