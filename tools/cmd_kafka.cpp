@@ -156,6 +156,9 @@ void watch_relay(const RelayCommand& o, const kafka::Relay& relay, std::jthread&
     if (!o.once && s.last_error != error && !s.last_error.empty()) print_error(s.last_error);
     error = s.last_error;
   }
+  // The last line shows where it ended, even when the throttle held it back.
+  const kafka::RelayStatus s = relay.status();
+  if (s.published != shown) print_relay_progress(o, s);
 }
 
 void print_relay_status(const RelayCommand& o, const kafka::RelayStatus& s) {
@@ -284,13 +287,16 @@ int run_ingest(IngestCommand& o) {
   const auto timeout = std::chrono::duration<double>(o.timeout);
   auto last_record = Clock::now();
   Throttle throttle;
+  std::uint64_t shown = 0;
   while (!g_stop.load()) {
     if (o.once && lag_of(ingest.offsets(), ends) == 0) break;
     const std::size_t n = ingest_batch(o, ingest);
     o.records += n;
     if (n > 0) last_record = Clock::now();
-    if (n > 0 && throttle.due())
+    if (n > 0 && throttle.due()) {
+      shown = o.records;
       print_ingest_progress(o, lag_of(ingest.offsets(), ingest.end_offsets()));
+    }
     if (o.once && n == 0 && Clock::now() - last_record > timeout) {
       throw CliError("ingest '" + printable(o.name) + "': no record came from topic '" +
                      printable(o.topic) + "' for " + std::to_string(static_cast<long>(o.timeout)) +
@@ -298,7 +304,10 @@ int run_ingest(IngestCommand& o) {
     }
   }
   const Offsets stored = ingest.offsets();
-  print_ingest_status(o, stored, lag_of(stored, o.once ? ends : ingest.end_offsets()));
+  const std::uint64_t lag = lag_of(stored, o.once ? ends : ingest.end_offsets());
+  // The last progress line shows where it ended, even when the throttle held it back.
+  if (o.records != shown) print_ingest_progress(o, lag);
+  print_ingest_status(o, stored, lag);
   return o.once && g_stop.load() ? kInterrupted : kOk;
 }
 

@@ -31,4 +31,33 @@ Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what) {
   return client;
 }
 
+namespace {
+
+struct TopicDeleter {
+  void operator()(rd_kafka_topic_t* topic) const noexcept { rd_kafka_topic_destroy(topic); }
+};
+
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* metadata) const noexcept {
+    rd_kafka_metadata_destroy(metadata);
+  }
+};
+
+}  // namespace
+
+rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic, int timeout_ms,
+                                    int& count) {
+  const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(
+      rd_kafka_topic_new(&client, topic.c_str(), nullptr));
+  const rd_kafka_metadata_t* raw = nullptr;
+  rd_kafka_resp_err_t error = rd_kafka_metadata(&client, 0, handle.get(), &raw, timeout_ms);
+  const std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
+  if (error == RD_KAFKA_RESP_ERR_NO_ERROR && metadata->topic_cnt != 1) {
+    error = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+  }
+  if (error == RD_KAFKA_RESP_ERR_NO_ERROR) error = metadata->topics[0].err;
+  if (error == RD_KAFKA_RESP_ERR_NO_ERROR) count = metadata->topics[0].partition_cnt;
+  return error;
+}
+
 }  // namespace factum::kafka::detail

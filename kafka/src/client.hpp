@@ -24,6 +24,18 @@ struct HeadersDeleter {
 };
 using Headers = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
 
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
+};
+using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+
+struct PartitionsDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDeleter>;
+
 // A configuration holding `properties`. Throws InvalidArgument naming the property librdkafka
 // refuses (unknown, or a bad value).
 Conf make_conf(const std::map<std::string, std::string>& properties);
@@ -31,5 +43,11 @@ Conf make_conf(const std::map<std::string, std::string>& properties);
 void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value);
 // A client of `type` owning `conf`. Throws KafkaError (subject `what`).
 Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
+
+// Asks the cluster how many partitions `topic` has (waiting up to timeout_ms) and sets `count`.
+// Returns the error (RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC when the answer does not name the topic);
+// the caller names it in its own exception.
+rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic, int timeout_ms,
+                                    int& count);
 
 }  // namespace factum::kafka::detail

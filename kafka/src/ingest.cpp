@@ -22,29 +22,10 @@
 namespace factum::kafka {
 namespace {
 
+using detail::Message;
+using detail::Partitions;
+
 constexpr int kMetadataTimeoutMs = 10000;
-
-struct MessageDeleter {
-  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
-};
-using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
-
-struct PartitionsDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
-    rd_kafka_topic_partition_list_destroy(list);
-  }
-};
-using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDeleter>;
-
-struct TopicDeleter {
-  void operator()(rd_kafka_topic_t* topic) const noexcept { rd_kafka_topic_destroy(topic); }
-};
-
-struct MetadataDeleter {
-  void operator()(const rd_kafka_metadata_t* metadata) const noexcept {
-    rd_kafka_metadata_destroy(metadata);
-  }
-};
 
 void check(const IngestOptions& options) {
   if (options.name.empty()) throw InvalidArgument("factum kafka: an ingest needs a name");
@@ -232,23 +213,16 @@ class Ingest::Impl {
   }
 
   int read_partition_count() {
-    const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> topic(
-        rd_kafka_topic_new(consumer_.get(), options_.topic.c_str(), nullptr));
-    const rd_kafka_metadata_t* raw = nullptr;
-    rd_kafka_resp_err_t error =
-        rd_kafka_metadata(consumer_.get(), 0, topic.get(), &raw, kMetadataTimeoutMs);
-    const std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
-    if (error == RD_KAFKA_RESP_ERR_NO_ERROR && metadata->topic_cnt != 1) {
-      error = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-    }
-    if (error == RD_KAFKA_RESP_ERR_NO_ERROR) error = metadata->topics[0].err;
+    int count = 0;
+    const rd_kafka_resp_err_t error =
+        detail::partition_count(*consumer_, options_.topic, kMetadataTimeoutMs, count);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
       throw KafkaError(options_.topic, static_cast<int>(error),
                        "factum kafka: ingest '" + options_.name +
                            "' cannot read the partitions of topic '" + options_.topic +
                            "': " + rd_kafka_err2str(error));
     }
-    return metadata->topics[0].partition_cnt;
+    return count;
   }
 
   // Every partition of the topic, each at its stored next offset (the beginning when none).

@@ -11,30 +11,11 @@
 namespace factum::kafka {
 namespace {
 
+using detail::Message;
+using detail::Partitions;
+
 constexpr int kMetadataTimeoutMs = 10000;
 constexpr int kPollMs = 50;
-
-struct MessageDeleter {
-  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
-};
-using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
-
-struct PartitionsDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
-    rd_kafka_topic_partition_list_destroy(list);
-  }
-};
-using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDeleter>;
-
-struct MetadataDeleter {
-  void operator()(const rd_kafka_metadata_t* metadata) const noexcept {
-    rd_kafka_metadata_destroy(metadata);
-  }
-};
-
-struct TopicDeleter {
-  void operator()(rd_kafka_topic_t* topic) const noexcept { rd_kafka_topic_destroy(topic); }
-};
 
 // The command's fate, written by its delivery report.
 struct Sent {
@@ -129,18 +110,11 @@ class Requester::Impl {
 
  private:
   int read_partition_count() {
-    const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> topic(
-        rd_kafka_topic_new(consumer_.get(), options_.reply_topic.c_str(), nullptr));
-    const rd_kafka_metadata_t* raw = nullptr;
-    rd_kafka_resp_err_t error =
-        rd_kafka_metadata(consumer_.get(), 0, topic.get(), &raw, kMetadataTimeoutMs);
-    const std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
-    if (error == RD_KAFKA_RESP_ERR_NO_ERROR && metadata->topic_cnt != 1) {
-      error = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-    }
-    if (error == RD_KAFKA_RESP_ERR_NO_ERROR) error = metadata->topics[0].err;
+    int count = 0;
+    const rd_kafka_resp_err_t error =
+        detail::partition_count(*consumer_, options_.reply_topic, kMetadataTimeoutMs, count);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot read the partitions");
-    return metadata->topics[0].partition_cnt;
+    return count;
   }
 
   // Every partition of the reply topic, at its end as the broker reports it now.
