@@ -45,6 +45,37 @@ struct MetadataDeleter {
 
 }  // namespace
 
+rd_kafka_resp_err_t produce(rd_kafka_t& producer, const std::string& topic, std::string_view key,
+                            std::string_view value, Headers& headers, void* opaque) {
+  const auto memory = [](rd_kafka_vtype_t type, std::string_view bytes) {
+    rd_kafka_vu_t vu{};
+    vu.vtype = type;
+    // RD_KAFKA_MSG_F_COPY: librdkafka copies the bytes and never writes through the pointer.
+    vu.u.mem.ptr = const_cast<char*>(bytes.data());
+    vu.u.mem.size = bytes.size();
+    return vu;
+  };
+  std::array<rd_kafka_vu_t, 6> vus{};
+  vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+  vus[0].u.cstr = topic.c_str();
+  vus[1] = memory(RD_KAFKA_VTYPE_KEY, key);
+  vus[2] = memory(RD_KAFKA_VTYPE_VALUE, value);
+  vus[3].vtype = RD_KAFKA_VTYPE_HEADERS;
+  vus[3].u.headers = headers.get();
+  vus[4].vtype = RD_KAFKA_VTYPE_OPAQUE;
+  vus[4].u.ptr = opaque;
+  vus[5].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+  vus[5].u.i = RD_KAFKA_MSG_F_COPY;
+  rd_kafka_error_t* error = rd_kafka_produceva(&producer, vus.data(), vus.size());
+  if (error == nullptr) {
+    static_cast<void>(headers.release());  // the record owns them now
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+  rd_kafka_error_destroy(error);
+  return code;
+}
+
 rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic, int timeout_ms,
                                     int& count) {
   const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace factum::kafka::detail {
 
@@ -43,6 +44,13 @@ Conf make_conf(const std::map<std::string, std::string>& properties);
 void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value);
 // A client of `type` owning `conf`. Throws KafkaError (subject `what`).
 Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
+
+// Hands one record to `producer` (key and value copied, RD_KAFKA_MSG_F_COPY), with `opaque`
+// for its delivery report. On success the record owns the headers (`headers` is released);
+// otherwise they stay the caller's. Returns the producer's refusal (RD_KAFKA_RESP_ERR__QUEUE_FULL,
+// a record too large, ...) or RD_KAFKA_RESP_ERR_NO_ERROR.
+rd_kafka_resp_err_t produce(rd_kafka_t& producer, const std::string& topic, std::string_view key,
+                            std::string_view value, Headers& headers, void* opaque);
 
 // Asks the cluster how many partitions `topic` has (waiting up to timeout_ms) and sets `count`.
 // Returns the error (RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC when the answer does not name the topic);

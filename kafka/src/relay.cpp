@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,20 +86,6 @@ void check(const RelayOptions& options) {
     throw InvalidArgument("factum kafka: relay '" + options.name +
                           "': transaction_timeout must be > 0");
   }
-}
-
-rd_kafka_vu_t value_of(rd_kafka_vtype_t type) {
-  rd_kafka_vu_t vu{};
-  vu.vtype = type;
-  return vu;
-}
-
-rd_kafka_vu_t memory(rd_kafka_vtype_t type, const void* data, std::size_t size) {
-  rd_kafka_vu_t vu = value_of(type);
-  // RD_KAFKA_MSG_F_COPY: librdkafka copies the bytes and never writes through the pointer.
-  vu.u.mem.ptr = const_cast<void*>(data);
-  vu.u.mem.size = size;
-  return vu;
 }
 
 }  // namespace
@@ -305,26 +292,16 @@ class Relay::Impl {
   rd_kafka_resp_err_t produce(const EventView& event, Outcome& outcome) {
     for (;;) {
       detail::Headers headers = detail::event_headers(event);
-      std::array<rd_kafka_vu_t, 6> vus{
-          value_of(RD_KAFKA_VTYPE_TOPIC),
-          memory(RD_KAFKA_VTYPE_KEY, event.stream_id.data(), event.stream_id.size()),
-          memory(RD_KAFKA_VTYPE_VALUE, event.payload.data(), event.payload.size()),
-          value_of(RD_KAFKA_VTYPE_HEADERS),
-          value_of(RD_KAFKA_VTYPE_OPAQUE),
-          value_of(RD_KAFKA_VTYPE_MSGFLAGS)};
-      vus[0].u.cstr = options_.topic.c_str();
-      vus[3].u.headers = headers.get();
-      vus[4].u.ptr = &outcome;
-      vus[5].u.i = RD_KAFKA_MSG_F_COPY;
-      rd_kafka_error_t* error = rd_kafka_produceva(producer_.get(), vus.data(), vus.size());
-      if (error == nullptr) {
-        static_cast<void>(headers.release());  // the record owns them now
+      const rd_kafka_resp_err_t code =
+          detail::produce(*producer_, options_.topic, event.stream_id,
+                          std::string_view(reinterpret_cast<const char*>(event.payload.data()),
+                                           event.payload.size()),
+                          headers, &outcome);
+      if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
         ++pending_;
         ++in_flight_;
-        return RD_KAFKA_RESP_ERR_NO_ERROR;
+        return code;
       }
-      const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-      rd_kafka_error_destroy(error);
       if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL) return code;
       rd_kafka_poll(producer_.get(), kPollMs);
     }

@@ -2,7 +2,6 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include <array>
 #include <utility>
 
 #include "client.hpp"
@@ -43,20 +42,6 @@ std::map<std::string, std::string> headers_of(const rd_kafka_message_t& message)
     out[name] =
         value == nullptr ? std::string() : std::string(static_cast<const char*>(value), size);
   }
-  return out;
-}
-
-rd_kafka_vu_t vu(rd_kafka_vtype_t type) {
-  rd_kafka_vu_t out{};
-  out.vtype = type;
-  return out;
-}
-
-rd_kafka_vu_t memory(rd_kafka_vtype_t type, const std::string& bytes) {
-  rd_kafka_vu_t out = vu(type);
-  // RD_KAFKA_MSG_F_COPY: librdkafka copies the bytes and never writes through the pointer.
-  out.u.mem.ptr = const_cast<char*>(bytes.data());
-  out.u.mem.size = bytes.size();
   return out;
 }
 
@@ -146,22 +131,9 @@ class Requester::Impl {
                           static_cast<ssize_t>(request.type.size()));
     }
     Sent sent;
-    std::array<rd_kafka_vu_t, 6> vus{vu(RD_KAFKA_VTYPE_TOPIC),
-                                     memory(RD_KAFKA_VTYPE_KEY, request.key),
-                                     memory(RD_KAFKA_VTYPE_VALUE, request.payload),
-                                     vu(RD_KAFKA_VTYPE_HEADERS),
-                                     vu(RD_KAFKA_VTYPE_OPAQUE),
-                                     vu(RD_KAFKA_VTYPE_MSGFLAGS)};
-    vus[0].u.cstr = request.topic.c_str();
-    vus[3].u.headers = headers.get();
-    vus[4].u.ptr = &sent;
-    vus[5].u.i = RD_KAFKA_MSG_F_COPY;
-    if (rd_kafka_error_t* error = rd_kafka_produceva(producer_.get(), vus.data(), vus.size())) {
-      const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-      rd_kafka_error_destroy(error);
-      throw not_sent(request, code);
-    }
-    static_cast<void>(headers.release());  // the record owns them now
+    const rd_kafka_resp_err_t refused =
+        detail::produce(*producer_, request.topic, request.key, request.payload, headers, &sent);
+    if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_sent(request, refused);
     while (!sent.done) rd_kafka_poll(producer_.get(), kPollMs);
     if (sent.error != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_sent(request, sent.error);
   }
