@@ -265,6 +265,78 @@ class RawLog {
   std::uint64_t position_ = 0;
 };
 
+// Plain SQLite writing the same rows into factum's own schema (the file a new store creates:
+// the streams table, the two unique indexes, AUTOINCREMENT and the insert guard): what any
+// code that keeps factum's format and guarantees pays in SQLite alone, with no hashing and no
+// look-ups (it knows every stream's key and version). For information: factum's ratio to it
+// is the share of an append's cost that is factum's own code.
+class SchemaLog {
+ public:
+  SchemaLog(const fs::path& file, const Config& c, const Corpus& corpus)
+      : db_(created(file, c), c.durability),
+        corpus_(corpus),
+        add_stream_(db_,
+                    "INSERT INTO streams (stream_key, stream_id, category) VALUES (?1, ?2, ?3)"),
+        begin_(db_, "BEGIN IMMEDIATE"),
+        commit_(db_, "COMMIT"),
+        insert_(db_,
+                "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+                "schema_version, payload, recorded_at, hash) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") {
+    // The streams exist before the timing, as they do for factum after its first round.
+    begin();
+    for (std::size_t i = 0; i < corpus.write_streams.size(); ++i) {
+      sqlite3_stmt* s = add_stream_.get();
+      const std::string& id = corpus.write_streams[i];
+      sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(i + 1));
+      sqlite3_bind_text(s, 2, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+      sqlite3_bind_text(s, 3, "account", -1, SQLITE_STATIC);
+      add_stream_.run();
+    }
+    commit();
+  }
+
+  // One transaction of `count` rows appended to the stream with key index + 1.
+  void append(std::size_t index, std::uint64_t& version, std::size_t count) {
+    begin();
+    const std::int64_t now = now_us();
+    for (std::size_t i = 0; i < count; ++i) insert(index + 1, ++version, now);
+    commit();
+  }
+
+ private:
+  static const fs::path& created(const fs::path& file, const Config& c) {
+    factum::EventStore::open(file, store_options(c));  // writes the schema, then closes
+    return file;
+  }
+  void begin() { begin_.run(); }
+  void commit() { commit_.run(); }
+  void insert(std::size_t key, std::uint64_t version, std::int64_t now) {
+    sqlite3_stmt* s = insert_.get();
+    const factum::EventId id = factum::EventId::generate();
+    sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(++position_));
+    sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(key));
+    sqlite3_bind_int64(s, 3, static_cast<sqlite3_int64>(version));
+    sqlite3_bind_blob(s, 4, id.bytes().data(), static_cast<int>(id.bytes().size()), SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, kType, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 6, 1);
+    sqlite3_bind_blob(s, 7, corpus_.payload.data(), static_cast<int>(corpus_.payload.size()),
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(s, 8, now);
+    sqlite3_bind_blob(s, 9, corpus_.hash.data(), static_cast<int>(corpus_.hash.size()),
+                      SQLITE_STATIC);
+    insert_.run();
+  }
+
+  RawDb db_;
+  const Corpus& corpus_;
+  RawStmt add_stream_;
+  RawStmt begin_;
+  RawStmt commit_;
+  RawStmt insert_;
+  std::uint64_t position_ = 0;
+};
+
 // factum's writer for the single-thread cases: one reused batch whose ids are renewed per call.
 class FactumLog {
  public:
@@ -381,6 +453,30 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
     return rate;
   };
   return interleave(c, name, raw, factum);
+}
+
+// Timed runs of plain SQLite writing into factum's schema (SchemaLog), `per_call` rows per
+// transaction round the same 100 streams; `reps` runs, each in a fresh file.
+std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corpus& corpus,
+                                       std::size_t per_call) {
+  std::vector<double> rates;
+  for (int rep = 0; rep < c.reps && c.side != "factum"; ++rep) {
+    const fs::path file = dir.fresh("schema");
+    {
+      SchemaLog log(file, c, corpus);
+      std::vector<std::uint64_t> versions(kWriteStreams);
+      std::size_t i = 0;
+      rates.push_back(timed(c.seconds, [&] {
+        const std::size_t s = i++ % kWriteStreams;
+        log.append(s, versions[s], per_call);
+        return per_call;
+      }));
+    }
+    TempDir::remove_db(file);
+    progress(c, "append " + std::to_string(per_call) + "/call into factum's schema, raw " +
+                    rate_text(rates.back()));
+  }
+  return rates;
 }
 
 // One timed run of 16 threads, each appending 1 event per call to its own stream, on one new
@@ -730,6 +826,8 @@ class Backend {
   virtual std::string json_members() const = 0;
 
   virtual Samples append(std::size_t per_call) = 0;
+  // Plain writes of the same rows into factum's own schema (none: not measured here).
+  virtual std::vector<double> schema_append(std::size_t /*per_call*/) { return {}; }
   virtual std::vector<double> threads() = 0;
   virtual void fill() = 0;  // writes the read cases' data; before any of them
   virtual Samples read_stream() = 0;
@@ -795,6 +893,9 @@ class SqliteBackend final : public Backend {
   }
 
   Samples append(std::size_t per_call) override { return append_case(c_, dir_, corpus_, per_call); }
+  std::vector<double> schema_append(std::size_t per_call) override {
+    return schema_append_case(c_, dir_, corpus_, per_call);
+  }
   std::vector<double> threads() override { return threads_case(c_, dir_, corpus_); }
   void fill() override { data_ = ::fill(c_, dir_, corpus_); }
   Samples read_stream() override { return read_stream_case(c_, data_, corpus_); }
@@ -1113,6 +1214,17 @@ int run(const Config& c) {
   std::vector<Result> results;
   auto want = [&](std::string_view name) { return c.only.empty() || c.only == name; };
   auto stage = [&](const std::string& what) { std::cerr << "factum_bench: " << what << "\n"; };
+  // The information row after an append case: factum against plain SQLite with its schema.
+  auto add_schema_row = [&](std::size_t per_call, const Samples& factum) {
+    const std::vector<double> schema = backend->schema_append(per_call);
+    if (schema.empty() && c.side != "factum") return;  // not on this backend
+    const std::string n = std::to_string(per_call);
+    results.push_back(
+        {"append_" + n + "_per_call_vs_schema", "  vs factum's schema, raw", factum.best_factum(),
+         Samples::best(schema),
+         "raw " + n + (per_call == 1 ? " row" : " rows") + " per transaction into factum's schema",
+         std::nullopt, factum.factum, schema});
+  };
 
   std::optional<Samples> one;
   if (want("append1")) {
@@ -1121,6 +1233,7 @@ int run(const Config& c) {
     results.push_back({"append_1_per_call", "append 1 event/call", one->best_factum(),
                        one->best_ceiling(), ceilings.append1, ceilings.append1_target, one->factum,
                        one->ceiling});
+    add_schema_row(1, *one);
   }
 
   if (want("append100")) {
@@ -1129,6 +1242,7 @@ int run(const Config& c) {
     results.push_back({"append_100_per_call", "append 100 events/call", hundred.best_factum(),
                        hundred.best_ceiling(), ceilings.append100, ceilings.append100_target,
                        hundred.factum, hundred.ceiling});
+    add_schema_row(100, hundred);
   }
 
   if (want("threads")) {
