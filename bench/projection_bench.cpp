@@ -20,7 +20,8 @@
 // Runs of the two sides alternate (raw, factum, factum, raw, ...) --repeat times each; the
 // best run of each side counts. Every run builds a new read model (new tables) and is checked
 // afterwards: every account present, the event count and the sum of the amounts right.
-// Target: factum's build at least 0.70 of the raw ceiling's events/s. Besides wall-clock
+// Targets: factum's build at least 0.70 of the raw ceiling's events/s, rebuild() at least
+// 0.80 (a rebuild from position 1 is the same fold with a swap at the end). Besides wall-clock
 // rates it prints the process CPU time per event of each side (less noisy on a shared
 // machine), and --wait poll replaces wait_for by reading the checkpoint row, to show what
 // waiting through the API costs.
@@ -73,6 +74,7 @@ constexpr const char* kType = "bank.Deposited";
 constexpr std::size_t kSetupStreamsPerCall = 500;  // streams per append_multi while building
 constexpr std::size_t kSetupEventsPerStream = 4;   // ... events each: 2,000 events per commit
 constexpr double kTarget = 0.70;
+constexpr double kRebuildTarget = 0.80;      // issue 15: rebuild() at least 0.8 of the raw loop
 constexpr double kInlineTarget = 2.0 / 3.0;  // inline append rate / plain append rate
 
 // ---------------------------------------------------------------------------------------------
@@ -683,7 +685,7 @@ int run(const Config& c) {
                   best_rate(raw_runs, x.events), best_cpu_us(build_runs, x.events), kTarget};
   const Row rebuild{"rebuild() blue/green", best_rate(rebuild_runs, x.events),
                     best_rate(raw_runs, x.events), best_cpu_us(rebuild_runs, x.events),
-                    std::nullopt};
+                    kRebuildTarget};
   const Row raw{"raw sqlite3 loop", best_rate(raw_runs, x.events), 0,
                 best_cpu_us(raw_runs, x.events), std::nullopt};
   std::printf(
@@ -709,7 +711,7 @@ int run(const Config& c) {
     if (rebuild.cpu_us > 0) std::printf(", rebuild %.2f", raw.cpu_us / rebuild.cpu_us);
     std::printf("\n");
   }
-  bool missed = result_of(build) == "MISS";
+  bool missed = result_of(build) == "MISS" || result_of(rebuild) == "MISS";
   if (c.appends > 0) missed = print_inline(c, inline_times) || missed;
   return c.strict && missed ? 1 : 0;
 }

@@ -49,12 +49,17 @@ const char* explain(StorageError::Kind kind) {
 }  // namespace
 
 void throw_sqlite(sqlite3* db, int rc, std::string_view doing, const std::string& file) {
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  throw_sqlite(rc, detail != nullptr ? detail : "", doing, file);
+}
+
+void throw_sqlite(int rc, std::string_view detail, std::string_view doing,
+                  const std::string& file) {
   const StorageError::Kind kind = kind_of(rc);
   std::string message = "factum: ";
   message.append(doing).append(" failed for '").append(file).append("': ");
   message.append(explain(kind));
-  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  message.append(" (").append(detail != nullptr ? detail : "").append(")");
+  message.append(" (").append(detail).append(")");
   throw StorageError(kind, message);
 }
 

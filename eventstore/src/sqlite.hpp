@@ -22,6 +22,10 @@ namespace factum::detail {
 // Throws the StorageError for SQLite result `rc` on `db`, saying what factum was doing.
 [[noreturn]] void throw_sqlite(sqlite3* db, int rc, std::string_view doing,
                                const std::string& file);
+// The same with SQLite's message `detail` kept from when the error happened (a later statement
+// on the connection replaces sqlite3_errmsg).
+[[noreturn]] void throw_sqlite(int rc, std::string_view detail, std::string_view doing,
+                               const std::string& file);
 
 class Database {
  public:

@@ -181,6 +181,7 @@ class Writer::Savepoint {
 };
 
 void Writer::run_custom(Pending& p) noexcept {
+  remembered_.forget();  // fn's SQL runs on this connection: read the log again after it
   try {
     Transaction tx(*this);
     SqlHandle sql(cache_);
@@ -217,16 +218,28 @@ void Writer::fail(Pending& p, std::exception_ptr error) noexcept {
 // fails after it wrote (seen by sqlite3_total_changes) makes the group start over with each
 // append under its own savepoint. Appends with on_appending slots are isolated from the start:
 // their slots must run once per attempt that can commit.
+//
+// What the last clean commit left (remembered_) stands in for the look-ups of stream keys,
+// versions and the head when no other connection has committed since. Groups with
+// on_appending slots neither use nor update it (a slot's SQL runs on this connection), and any
+// failure forgets it: what it learnt in this transaction may be rolled back.
 void Writer::commit_group(std::span<Pending* const> group) noexcept {
-  bool isolate = group.size() > 1 && std::any_of(group.begin(), group.end(),
-                                                 [](Pending* p) { return p->hook != nullptr; });
+  const bool hooked =
+      std::any_of(group.begin(), group.end(), [](Pending* p) { return p->hook != nullptr; });
+  bool isolate = group.size() > 1 && hooked;
   const std::int64_t now = now_us();
   for (;;) {
     bool again = false;
+    bool failed = false;
     try {
       Transaction tx(*this);  // phase 1: the file's write lock
+      const bool fresh = remembered_.valid && !hooked && remembered_.tail &&
+                         data_version() == remembered_.data_version;
+      if (!fresh) remembered_.forget();
+      remembered_.valid = false;  // until this group commits cleanly
+      remembering_ = !hooked;
       // Phase 2: apply each append.
-      Tail tail = read_tail();
+      Tail tail = fresh ? *remembered_.tail : read_tail();
       for (Pending* p : group) {
         const Tail before = tail;
         const auto changes = sqlite3_total_changes64(db_.get());
@@ -236,6 +249,8 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
           sp.release();
         } catch (...) {
           fail(*p, std::current_exception());
+          failed = true;
+          remembered_.forget();
           tail = before;
           // SQLite rolls the whole transaction back on some errors (disk full, I/O): then
           // every append of the group fails with this error.
@@ -251,14 +266,21 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
       }
       if (!again) {
         tx.commit("committing appends");  // phase 3: one commit (one fsync) for the group
+        if (!failed && remembering_) {
+          remembered_.tail = tail;
+          remembered_.data_version = data_version();
+          remembered_.valid = remembered_.data_version.has_value();
+        }
         break;
       }
     } catch (...) {
+      remembered_.forget();
       for (Pending* p : group) {
         if (!p->error) fail(*p, std::current_exception());
       }
       return;
     }
+    remembered_.forget();
     for (Pending* p : group) reset(*p);
     isolate = true;
   }
@@ -379,12 +401,23 @@ std::vector<RecordedEvent> Writer::read_log(Position from, Position before, std:
   return out;
 }
 
+// A retry is looked for (find_retry) when the expected version does not match, or when the
+// first event's insert is refused: a batch that can be written costs no look-up by id (the
+// unique index and the insert guard check the ids as the rows go in).
 AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now,
                                std::vector<RecordedEvent>* committed) {
-  std::optional<std::int64_t> key = find_stream(a.stream);
-  const StreamVersion current = key ? last_version(*key) : 0;
-  if (auto retry = find_retry(a, key)) return *retry;
+  std::optional<std::int64_t> key;
+  StreamVersion current = 0;
+  const auto known = remembering_ ? remembered_.streams.find(a.stream) : remembered_.streams.end();
+  if (known != remembered_.streams.end()) {
+    key = known->second.key;
+    current = known->second.version;
+  } else {
+    key = find_stream(a.stream);
+    current = key ? last_version(*key) : 0;
+  }
   if (!a.expected.matches(current)) {
+    if (auto retry = find_retry(a, key)) return *retry;
     // A batch that partly overlaps stored events is a duplicate, whatever its version.
     for (const EventData& e : a.events.subspan(1)) {
       if (is_stored(e.id)) throw_duplicate(e.id, a.stream);
@@ -400,13 +433,40 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
     check_compensates(e, *key, a.stream);
     const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
     const Hash hash = hasher_(tail.hash, f);
-    insert_event(*key, f, hash);
+    if (!insert_event(*key, f, hash)) {
+      // The first event's id may be stored: a retry (nothing of this append is written yet).
+      if (&e == &a.events.front()) {
+        if (auto retry = find_retry(a, key)) return *retry;
+      }
+      refused(f);
+    }
     if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
     tail = {f.position, hash};
   }
+  if (remembering_) remember(a.stream, *key, version);
   result.stream_version = version;
   result.last_position = tail.position;
   return result;
+}
+
+void Writer::remember(std::string_view stream, std::int64_t key, StreamVersion version) {
+  auto it = remembered_.streams.find(stream);
+  if (it != remembered_.streams.end()) {
+    it->second = {key, version};
+    return;
+  }
+  if (remembered_.streams.size() >= Remembered::kMaxStreams) remembered_.streams.clear();
+  remembered_.streams.emplace(std::string(stream), Remembered::StreamState{key, version});
+}
+
+// The file's data version: changes with every commit to it, by any connection (this one's
+// included), and is read when a transaction begins.
+std::optional<unsigned> Writer::data_version() {
+  unsigned version = 0;
+  if (sqlite3_file_control(db_.get(), "main", SQLITE_FCNTL_DATA_VERSION, &version) != SQLITE_OK) {
+    return std::nullopt;  // not known: nothing is remembered
+  }
+  return version;
 }
 
 Writer::Tail Writer::read_tail() {
@@ -495,7 +555,7 @@ void Writer::check_compensates(const EventData& e, std::int64_t key, std::string
                         ", which is not an event of that stream");
 }
 
-void Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& hash) {
+bool Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& hash) {
   const Metadata& m = *f.metadata;
   StatementScope scope(insert_event_);
   Statement& s = insert_event_;
@@ -524,14 +584,22 @@ void Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& ha
   s.bind(13, f.recorded_at_us);
   s.bind_blob(14, hash.data(), hash.size());
   const int rc = s.step_rc();
-  if (rc == SQLITE_DONE) return;
+  if (rc == SQLITE_DONE) return true;
   // A stored id fails the unique index or, first, the insert guard (events_are_appended).
   if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_TRIGGER) {
+    refused_rc_ = rc;
+    refused_detail_ = sqlite3_errmsg(db_.get());
     s.reset();
-    if (is_stored(*f.id)) throw_duplicate(*f.id, f.stream_id);
-    throw_sqlite(db_.get(), rc, "appending an event", db_.file());
+    return false;
   }
   throw_sqlite(db_.get(), rc, "appending an event", db_.file());
+}
+
+// After insert_event refused `f`: a DuplicateEventError when its id is stored, else the
+// constraint's error.
+void Writer::refused(const EventFields& f) {
+  if (is_stored(*f.id)) throw_duplicate(*f.id, f.stream_id);
+  throw_sqlite(refused_rc_, refused_detail_, "appending an event", db_.file());
 }
 
 bool Writer::is_stored(const EventId& id) {

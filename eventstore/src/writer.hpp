@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "factum/detail/mutex.hpp"
@@ -54,6 +56,36 @@ class Writer {
     Hash hash{};
   };
 
+  // What the writer remembers of the log between its commits: each stream's key and version
+  // and the head, as its last clean commit left them. Used only while no other connection has
+  // committed since (SQLITE_FCNTL_DATA_VERSION) and no write_sql or on_appending slot ran on
+  // this one; otherwise read again. A stale entry cannot write a wrong row: the insert guard
+  // (events_are_appended) would refuse it.
+  struct Remembered {
+    struct StreamState {
+      std::int64_t key = 0;
+      StreamVersion version = 0;
+    };
+    struct NameHash {
+      using is_transparent = void;
+      std::size_t operator()(std::string_view s) const noexcept {
+        return std::hash<std::string_view>{}(s);
+      }
+    };
+    std::unordered_map<std::string, StreamState, NameHash, std::equal_to<>> streams;
+    std::optional<Tail> tail;
+    bool valid = false;                    // set by a clean commit of appends only
+    std::optional<unsigned> data_version;  // the file's data version after that commit
+    // Streams remembered at most; then forgotten all at once (a map, not an LRU: cheap).
+    static constexpr std::size_t kMaxStreams = 4096;
+    void forget() noexcept {
+      streams.clear();
+      tail.reset();
+      data_version.reset();
+      valid = false;
+    }
+  };
+
   class Transaction;
   class Savepoint;
 
@@ -71,12 +103,16 @@ class Writer {
   AppendResult apply_one(const AppendView& a, Tail& tail, std::int64_t now,
                          std::vector<RecordedEvent>* committed);
   Tail read_tail();
+  std::optional<unsigned> data_version();
+  void remember(std::string_view stream, std::int64_t key, StreamVersion version);
   std::optional<std::int64_t> find_stream(std::string_view stream);
   StreamVersion last_version(std::int64_t stream_key);
   std::int64_t insert_stream(std::string_view stream);
   std::optional<AppendResult> find_retry(const AppendView& a, std::optional<std::int64_t> key);
   void check_compensates(const EventData& e, std::int64_t key, std::string_view stream);
-  void insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
+  // False when a constraint refused the row (a stored id, or a guard); throws other errors.
+  bool insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
+  [[noreturn]] void refused(const EventFields& f);
   bool is_stored(const EventId& id);
   [[noreturn]] void throw_duplicate(const EventId& id, std::string_view stream);
   void commit(std::string_view doing);
@@ -103,6 +139,10 @@ class Writer {
   ChainHasher hasher_;
   StatementCache cache_;
   GroupCommit<Pending> group_commit_;
+  Remembered remembered_;
+  bool remembering_ = false;    // in this group: streams are looked up in remembered_ and updated
+  int refused_rc_ = SQLITE_OK;  // the constraint error of the last refused insert_event
+  std::string refused_detail_;  // and SQLite's message for it
 };
 
 }  // namespace factum::detail
