@@ -1,6 +1,7 @@
 #include "rows.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "hash_chain.hpp"
@@ -26,42 +27,65 @@ enum Col {
   kPreviousHash
 };
 
-bool is_blob_of(const Statement& s, int col, std::size_t size) {
-  return s.column_type(col) == SQLITE_BLOB && s.column_blob(col).size() == size;
+// Each column's type and value are read once: every sqlite3_column_* call goes through SQLite's
+// API checks, and a row is read for every event a caller reads.
+
+// A column that must be a blob of `size` bytes (an id, a hash): copied into `out`.
+template <std::size_t N>
+bool read_fixed_blob(const Statement& s, int col, std::array<std::uint8_t, N>& out) {
+  if (s.column_type(col) != SQLITE_BLOB) return false;
+  const auto b = s.column_blob(col);
+  if (b.size() != N) return false;
+  std::memcpy(out.data(), b.data(), N);
+  return true;
 }
 
-bool is_positive_int(const Statement& s, int col) {
-  return s.column_type(col) == SQLITE_INTEGER && s.column_int(col) > 0;
+// A positive integer column; 0 when it is not one.
+std::int64_t positive_int(const Statement& s, int col) {
+  if (s.column_type(col) != SQLITE_INTEGER) return 0;
+  const std::int64_t v = s.column_int(col);
+  return v > 0 ? v : 0;
 }
 
 }  // namespace
 
 bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out) {
-  if (s.column_type(col) == SQLITE_NULL) {
+  const int type = s.column_type(col);
+  if (type == SQLITE_NULL) {
     out.reset();
     return true;
   }
-  if (!is_blob_of(s, col, 16)) return false;
-  EventId::Bytes b{};
-  std::memcpy(b.data(), s.column_blob(col).data(), b.size());
-  out = EventId(b);
+  if (type != SQLITE_BLOB) return false;
+  const auto b = s.column_blob(col);
+  EventId::Bytes bytes{};
+  if (b.size() != bytes.size()) return false;
+  std::memcpy(bytes.data(), b.data(), bytes.size());
+  out = EventId(bytes);
   return true;
 }
 
 const char* decode_view(const Statement& s, EventView& out) {
-  out.position = static_cast<Position>(s.column_int(kPosition));
-  if (!is_positive_int(s, kPosition)) return "its position is not a positive integer";
+  const std::int64_t position = positive_int(s, kPosition);
+  out.position = static_cast<Position>(position);
+  if (position == 0) {
+    out.position = static_cast<Position>(s.column_int(kPosition));
+    return "its position is not a positive integer";
+  }
   if (s.column_type(kStreamId) != SQLITE_TEXT) return "its stream id is missing";
   out.stream_id = s.column_text(kStreamId);
-  if (!is_positive_int(s, kStreamVersion)) return "its stream version is not a positive integer";
-  out.stream_version = static_cast<StreamVersion>(s.column_int(kStreamVersion));
-  std::optional<EventId> id;
-  if (!read_optional_id(s, kEventId, id) || !id) return "its event id is not 16 bytes";
-  out.id = *id;
+  const std::int64_t version = positive_int(s, kStreamVersion);
+  if (version == 0) return "its stream version is not a positive integer";
+  out.stream_version = static_cast<StreamVersion>(version);
+  EventId::Bytes id{};
+  if (!read_fixed_blob(s, kEventId, id)) return "its event id is not 16 bytes";
+  out.id = EventId(id);
   if (s.column_type(kType) != SQLITE_TEXT) return "its type is not text";
   out.type = s.column_text(kType);
+  if (s.column_type(kSchemaVersion) != SQLITE_INTEGER) {
+    return "its schema version is not a 32-bit unsigned integer";
+  }
   const std::int64_t schema = s.column_int(kSchemaVersion);
-  if (s.column_type(kSchemaVersion) != SQLITE_INTEGER || schema < 0 || schema > UINT32_MAX) {
+  if (schema < 0 || schema > UINT32_MAX) {
     return "its schema version is not a 32-bit unsigned integer";
   }
   out.schema_version = static_cast<std::uint32_t>(schema);
@@ -72,27 +96,35 @@ const char* decode_view(const Statement& s, EventView& out) {
       !read_optional_id(s, kCompensates, out.compensates)) {
     return "a metadata event id is not 16 bytes";
   }
-  const int actor_type = s.column_type(kActor);
-  if (actor_type != SQLITE_NULL && actor_type != SQLITE_TEXT) return "its actor is not text";
-  out.actor = s.column_text(kActor);
+  switch (s.column_type(kActor)) {
+    case SQLITE_NULL:
+      out.actor = {};
+      break;
+    case SQLITE_TEXT:
+      out.actor = s.column_text(kActor);
+      break;
+    default:
+      return "its actor is not text";
+  }
   out.encoded_values = {};
-  if (s.column_type(kExtra) != SQLITE_NULL) {
-    if (s.column_type(kExtra) != SQLITE_BLOB) return "its metadata key/values are malformed";
-    out.encoded_values = s.column_blob(kExtra);
-    if (!walk_values(out.encoded_values, [](std::string_view, std::string_view) {})) {
+  switch (s.column_type(kExtra)) {
+    case SQLITE_NULL:
+      break;
+    case SQLITE_BLOB:
+      out.encoded_values = s.column_blob(kExtra);
+      if (!walk_values(out.encoded_values, [](std::string_view, std::string_view) {})) {
+        return "its metadata key/values are malformed";
+      }
+      break;
+    default:
       return "its metadata key/values are malformed";
-    }
   }
   if (s.column_type(kRecordedAt) != SQLITE_INTEGER) return "its recorded-at time is not an integer";
   out.recorded_at = Timestamp(std::chrono::microseconds(s.column_int(kRecordedAt)));
-  if (!is_blob_of(s, kHash, out.hash.size())) return "its hash is not 32 bytes";
-  std::memcpy(out.hash.data(), s.column_blob(kHash).data(), out.hash.size());
-  if (out.position != 1 && is_blob_of(s, kPreviousHash, out.previous_hash.size())) {
-    std::memcpy(out.previous_hash.data(), s.column_blob(kPreviousHash).data(),
-                out.previous_hash.size());
-  } else {
-    // Position 1, a previous event that is missing or damaged (verify names it), or a query
-    // that selects NULL here because its caller carries the previous hash itself.
+  if (!read_fixed_blob(s, kHash, out.hash)) return "its hash is not 32 bytes";
+  // Position 1, a previous event that is missing or damaged (verify names it), or a query that
+  // selects NULL here because its caller carries the previous hash itself: zeros.
+  if (position == 1 || !read_fixed_blob(s, kPreviousHash, out.previous_hash)) {
     out.previous_hash = Hash{};
   }
   return nullptr;
