@@ -424,13 +424,26 @@ AppendResult Writer::apply_one(const AppendView& a, Tail& tail, std::int64_t now
     }
     throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
   }
-  if (!key) key = insert_stream(a.stream);
+  if (!key) {
+    // A new stream cannot hold a retry, but its first id may be stored elsewhere: found before
+    // the stream row is written, such a duplicate fails alone instead of making its group
+    // start over under savepoints.
+    if (auto retry = find_retry(a, key)) return *retry;
+    key = insert_stream(a.stream);
+  }
   AppendResult result;
   result.first_position = tail.position + 1;
   StreamVersion version = current;
   if (committed != nullptr && committed->empty()) committed->reserve(a.events.size());
   for (const EventData& e : a.events) {
-    check_compensates(e, *key, a.stream);
+    if (!compensates_in_stream(e, *key)) {
+      // A retried batch is told apart before its content is judged, as when the version does
+      // not match: a stored compensation appended again elsewhere is a duplicate.
+      if (&e == &a.events.front()) {
+        if (auto retry = find_retry(a, key)) return *retry;
+      }
+      throw_bad_compensation(e, a.stream);
+    }
     const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
     const Hash hash = hasher_(tail.hash, f);
     if (!insert_event(*key, f, hash)) {
@@ -544,12 +557,16 @@ std::optional<AppendResult> Writer::find_retry(const AppendView& a,
   return result;
 }
 
-void Writer::check_compensates(const EventData& e, std::int64_t key, std::string_view stream) {
-  if (!e.metadata.compensates) return;
+// True when `e` compensates nothing, or an event of the stream with key `key`.
+bool Writer::compensates_in_stream(const EventData& e, std::int64_t key) {
+  if (!e.metadata.compensates) return true;
   StatementScope scope(by_id_);
   const auto& target = e.metadata.compensates->bytes();
   by_id_.bind_blob(1, target.data(), target.size());
-  if (by_id_.step("looking up a compensated event") && by_id_.column_int(1) == key) return;
+  return by_id_.step("looking up a compensated event") && by_id_.column_int(1) == key;
+}
+
+void Writer::throw_bad_compensation(const EventData& e, std::string_view stream) {
   throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" + std::string(stream) +
                         "' compensates " + e.metadata.compensates->to_string() +
                         ", which is not an event of that stream");

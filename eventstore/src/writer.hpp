@@ -109,7 +109,8 @@ class Writer {
   StreamVersion last_version(std::int64_t stream_key);
   std::int64_t insert_stream(std::string_view stream);
   std::optional<AppendResult> find_retry(const AppendView& a, std::optional<std::int64_t> key);
-  void check_compensates(const EventData& e, std::int64_t key, std::string_view stream);
+  bool compensates_in_stream(const EventData& e, std::int64_t key);
+  [[noreturn]] void throw_bad_compensation(const EventData& e, std::string_view stream);
   // False when a constraint refused the row (a stored id, or a guard); throws other errors.
   bool insert_event(std::int64_t key, const EventFields& f, const Hash& hash);
   [[noreturn]] void refused(const EventFields& f);

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/fault_vfs.hpp"
@@ -133,7 +133,7 @@ TEST_CASE("a retry right after its commit returns the first result, whatever it 
   CHECK(t.store.append("s", ExpectedVersion::exact(3), make_event()) == AppendResult{4, 4, 4});
 }
 
-// ---- review (fbd3606): more ways the log changes behind, or within, what the writer remembers ----
+// More ways the log changes behind, or within, what the writer remembers.
 
 namespace {
 
@@ -156,7 +156,7 @@ void behind_lock(const std::filesystem::path& file, int n, const std::function<v
 
 }  // namespace
 
-TEST_CASE("review: import_events between appends (write_sql) does not leave a stale head") {
+TEST_CASE("import_events between appends (write_sql) does not leave a stale head") {
   TempStore source;
   source.store.append("a", ExpectedVersion::no_stream(), make_events(2));
   source.store.append("b", ExpectedVersion::no_stream(), make_events(1));
@@ -170,16 +170,17 @@ TEST_CASE("review: import_events between appends (write_sql) does not leave a st
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a hook that throws, then hookless appends to the same stream") {
+TEST_CASE("a hook that throws, then hookless appends to the same stream") {
   TempStore t;
   t.store.append("s", ExpectedVersion::no_stream(), make_event());
   bool armed = true;
   {
-    boost::signals2::scoped_connection slot = t.store.on_appending().connect([&](AppendTransaction& tx) {
-      tx.sql().execute("CREATE TABLE IF NOT EXISTS side (n INTEGER)");
-      tx.sql().execute("INSERT INTO side VALUES (1)");
-      if (armed) throw std::runtime_error("slot refuses");
-    });
+    boost::signals2::scoped_connection slot =
+        t.store.on_appending().connect([&](AppendTransaction& tx) {
+          tx.sql().execute("CREATE TABLE IF NOT EXISTS side (n INTEGER)");
+          tx.sql().execute("INSERT INTO side VALUES (1)");
+          if (armed) throw std::runtime_error("slot refuses");
+        });
     CHECK_THROWS(t.store.append("s", ExpectedVersion::exact(1), make_event()));
     armed = false;
     CHECK(t.store.append("s", ExpectedVersion::exact(1), make_event()) == AppendResult{2, 2, 2});
@@ -189,7 +190,7 @@ TEST_CASE("review: a hook that throws, then hookless appends to the same stream"
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: append_multi with the same id in two streams fails whole, then both append") {
+TEST_CASE("append_multi with the same id in two streams fails whole, then both append") {
   TempStore t;
   t.store.append("a", ExpectedVersion::no_stream(), make_event());
   const EventData shared = make_event();
@@ -212,7 +213,7 @@ TEST_CASE("review: append_multi with the same id in two streams fails whole, the
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a batch retried after its stream got more events, with every expected kind") {
+TEST_CASE("a batch retried after its stream got more events, with every expected kind") {
   TempStore t;
   const auto batch = make_events(2);
   const AppendResult first = t.store.append("s", ExpectedVersion::no_stream(), batch);
@@ -230,7 +231,7 @@ TEST_CASE("review: a batch retried after its stream got more events, with every 
   CHECK(t.store.append("s", ExpectedVersion::exact(3), make_event()) == AppendResult{4, 5, 5});
 }
 
-TEST_CASE("review: more than 4096 streams remembered: the map is cleared, versions stay right") {
+TEST_CASE("more than 4096 streams remembered: the map is cleared, versions stay right") {
   TempStore t;
   constexpr int kStreams = 4100;
   std::vector<StreamAppend> all;
@@ -250,7 +251,7 @@ TEST_CASE("review: more than 4096 streams remembered: the map is cleared, versio
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a checkpoint (TRUNCATE) and a raw write by other connections between appends") {
+TEST_CASE("a checkpoint (TRUNCATE) and a raw write by other connections between appends") {
   TempStore t;
   t.store.append("s", ExpectedVersion::no_stream(), make_event());
   factum::test::raw_exec(t.path, "PRAGMA wal_checkpoint(TRUNCATE)");
@@ -263,7 +264,7 @@ TEST_CASE("review: a checkpoint (TRUNCATE) and a raw write by other connections 
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: after a failed COMMIT (fsync) the next appends use the log as it is") {
+TEST_CASE("after a failed COMMIT (fsync) the next appends use the log as it is") {
   FaultInjection fault;
   TempStore t(TempStore::durable_options());
   t.store.append("s", ExpectedVersion::no_stream(), make_event());
@@ -280,7 +281,7 @@ TEST_CASE("review: after a failed COMMIT (fsync) the next appends use the log as
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a group that starts over isolated keeps versions right for the next group") {
+TEST_CASE("a group that starts over isolated keeps versions right for the next group") {
   TempStore t;
   const EventData taken = make_event();
   t.store.append("taken", ExpectedVersion::no_stream(), taken);
@@ -297,7 +298,8 @@ TEST_CASE("review: a group that starts over isolated keeps versions right for th
           t.store.append("dup-" + std::to_string(round), ExpectedVersion::no_stream(), taken);
         } else {
           // Same stream twice in a group: one of them must get ConcurrencyError.
-          t.store.append("g-" + std::to_string(i), ExpectedVersion::exact(1 + round / 1), make_event());
+          t.store.append("g-" + std::to_string(i), ExpectedVersion::exact(1 + round / 1),
+                         make_event());
         }
         outcome[i] = 0;
       } catch (const DuplicateEventError&) {
@@ -322,7 +324,7 @@ TEST_CASE("review: a group that starts over isolated keeps versions right for th
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a store opened read-only beside the writer") {
+TEST_CASE("a store opened read-only beside the writer") {
   TempStore t;
   t.store.append("s", ExpectedVersion::no_stream(), make_event());
   StoreOptions ro = TempStore::fast_options();
@@ -333,7 +335,7 @@ TEST_CASE("review: a store opened read-only beside the writer") {
   CHECK(reader.stream_version("s") == 2);
 }
 
-TEST_CASE("review: random single-threaded mix over two store objects: no false error, no wrong row") {
+TEST_CASE("random single-threaded mix over two store objects: no false error, no wrong row") {
   TempStore t;
   EventStore other = EventStore::open(t.path, TempStore::fast_options());
   EventStore* stores[2] = {&t.store, &other};
@@ -351,7 +353,8 @@ TEST_CASE("review: random single-threaded mix over two store objects: no false e
     tx.sql().execute("INSERT INTO side VALUES (1)");
     if (armed) throw std::runtime_error("slot refuses");
   };
-  std::uint64_t seed = std::getenv("REVIEW_SEED") ? std::strtoull(std::getenv("REVIEW_SEED"), nullptr, 10) : 12345;
+  std::uint64_t seed =
+      std::getenv("REVIEW_SEED") ? std::strtoull(std::getenv("REVIEW_SEED"), nullptr, 10) : 12345;
   auto rnd = [&](std::uint64_t n) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     return (seed >> 33) % n;
@@ -427,7 +430,7 @@ TEST_CASE("review: random single-threaded mix over two store objects: no false e
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: random mix from 4 threads over two store objects, each thread owning streams") {
+TEST_CASE("random mix from 4 threads over two store objects, each thread owning streams") {
   TempStore t;
   EventStore other = EventStore::open(t.path, TempStore::fast_options());
   boost::signals2::scoped_connection slot =
@@ -474,7 +477,8 @@ TEST_CASE("review: random mix from 4 threads over two store objects, each thread
             case 3:
               if (!done.empty()) {
                 const auto& [st, batch, res] = done[rnd(done.size())];
-                const ExpectedVersion kinds[] = {ExpectedVersion::any(), ExpectedVersion::no_stream(),
+                const ExpectedVersion kinds[] = {ExpectedVersion::any(),
+                                                 ExpectedVersion::no_stream(),
                                                  ExpectedVersion::exact(version[st])};
                 if (s.append(st, kinds[rnd(3)], batch) != res) fail("retry result differs" + where);
               }
@@ -495,7 +499,8 @@ TEST_CASE("review: random mix from 4 threads over two store objects, each thread
                 } else {
                   EventData e = make_event();
                   e.metadata.compensates = EventId::generate();
-                  s.append(fresh, ExpectedVersion::no_stream(), std::vector<EventData>{make_event(), e});
+                  s.append(fresh, ExpectedVersion::no_stream(),
+                           std::vector<EventData>{make_event(), e});
                 }
                 fail("no error" + where);
               } catch (const DuplicateEventError&) {
@@ -542,7 +547,7 @@ TEST_CASE("review: random mix from 4 threads over two store objects, each thread
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: random mix with injected WAL faults over two store objects") {
+TEST_CASE("random mix with injected WAL faults over two store objects") {
   FaultInjection fault;
   TempStore t(TempStore::durable_options());
   EventStore other = EventStore::open(t.path, TempStore::durable_options());
@@ -555,8 +560,8 @@ TEST_CASE("review: random mix with injected WAL faults over two store objects") 
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     return (seed >> 33) % n;
   };
-  const int codes[] = {factum::test::fault_codes::kIoErrFsync, factum::test::fault_codes::kIoErrWrite,
-                       factum::test::fault_codes::kFull};
+  const int codes[] = {factum::test::fault_codes::kIoErrFsync,
+                       factum::test::fault_codes::kIoErrWrite, factum::test::fault_codes::kFull};
   for (int step = 0; step < 300; ++step) {
     CAPTURE(step);
     EventStore& s = *stores[rnd(2)];
@@ -568,10 +573,10 @@ TEST_CASE("review: random mix with injected WAL faults over two store objects") 
     auto batch2 = make_events(1);
     auto run = [&]() -> std::pair<AppendResult, AppendResult> {
       if (!multi) return {s.append(stream, ExpectedVersion::exact(v), batch), {}};
-      std::vector<StreamAppend> m{{stream, ExpectedVersion::exact(v), batch},
-                                  {stream2, ExpectedVersion::exact(stream2 == stream ? v + batch.size()
-                                                                                     : version[stream2]),
-                                   batch2}};
+      std::vector<StreamAppend> m{
+          {stream, ExpectedVersion::exact(v), batch},
+          {stream2, ExpectedVersion::exact(stream2 == stream ? v + batch.size() : version[stream2]),
+           batch2}};
       auto r = s.append_multi(m);
       return {r[0], r[1]};
     };
@@ -602,14 +607,15 @@ TEST_CASE("review: random mix with injected WAL faults over two store objects") 
       head = r.second.last_position;
     }
     // And a retry right after: the same result, nothing written.
-    if (rnd(2) == 0) CHECK(stores[rnd(2)]->append(stream, ExpectedVersion::any(), batch) == r.first);
+    if (rnd(2) == 0)
+      CHECK(stores[rnd(2)]->append(stream, ExpectedVersion::any(), batch) == r.first);
   }
   CHECK(t.store.head_position() == head);
   for (const auto& [name, v] : version) CHECK(t.store.stream_version(name) == v);
   CHECK(t.store.verify().ok());
 }
 
-TEST_CASE("review: a compensating batch appended again to another stream is a duplicate") {
+TEST_CASE("a compensating batch appended again to another stream is a duplicate") {
   // Before fbd3606 the first id was looked up before anything else: a batch stored in stream
   // "s" and appended to "t" was a DuplicateEventError. Now, with a matching expected version,
   // check_compensates runs first (for t's key) and the caller gets InvalidArgument instead.
