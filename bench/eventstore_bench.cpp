@@ -217,6 +217,22 @@ RawDb& with_schema(RawDb& db) {
   return db;
 }
 
+// Binds the columns of a raw row (kRawInsert, SchemaLog's insert) other than the stream (2):
+// position, version, id, type, schema version 1, payload, time and hash. `id` and `corpus`
+// must outlive the statement's step (bound without copies).
+void bind_row(sqlite3_stmt* s, std::uint64_t position, std::uint64_t version,
+              const factum::EventId& id, std::int64_t now, const Corpus& corpus) {
+  sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(position));
+  sqlite3_bind_int64(s, 3, static_cast<sqlite3_int64>(version));
+  sqlite3_bind_blob(s, 4, id.bytes().data(), static_cast<int>(id.bytes().size()), SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, kType, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 6, 1);
+  sqlite3_bind_blob(s, 7, corpus.payload.data(), static_cast<int>(corpus.payload.size()),
+                    SQLITE_STATIC);
+  sqlite3_bind_int64(s, 8, now);
+  sqlite3_bind_blob(s, 9, corpus.hash.data(), static_cast<int>(corpus.hash.size()), SQLITE_STATIC);
+}
+
 // The raw writer: prepared BEGIN IMMEDIATE / INSERT / COMMIT, the same rows factum writes
 // (a fresh UUIDv7 per event, the type, the payload, a 32-byte hash, the time).
 class RawLog {
@@ -241,17 +257,8 @@ class RawLog {
   void insert(const std::string& stream, std::uint64_t version, std::int64_t now) {
     sqlite3_stmt* s = insert_.get();
     const factum::EventId id = factum::EventId::generate();
-    sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(++position_));
     sqlite3_bind_text(s, 2, stream.data(), static_cast<int>(stream.size()), SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, static_cast<sqlite3_int64>(version));
-    sqlite3_bind_blob(s, 4, id.bytes().data(), static_cast<int>(id.bytes().size()), SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, kType, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 6, 1);
-    sqlite3_bind_blob(s, 7, corpus_.payload.data(), static_cast<int>(corpus_.payload.size()),
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(s, 8, now);
-    sqlite3_bind_blob(s, 9, corpus_.hash.data(), static_cast<int>(corpus_.hash.size()),
-                      SQLITE_STATIC);
+    bind_row(s, ++position_, version, id, now, corpus_);
     insert_.run();
   }
   RawDb& db() { return db_; }
@@ -314,17 +321,8 @@ class SchemaLog {
   void insert(std::size_t key, std::uint64_t version, std::int64_t now) {
     sqlite3_stmt* s = insert_.get();
     const factum::EventId id = factum::EventId::generate();
-    sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(++position_));
     sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(key));
-    sqlite3_bind_int64(s, 3, static_cast<sqlite3_int64>(version));
-    sqlite3_bind_blob(s, 4, id.bytes().data(), static_cast<int>(id.bytes().size()), SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, kType, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 6, 1);
-    sqlite3_bind_blob(s, 7, corpus_.payload.data(), static_cast<int>(corpus_.payload.size()),
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(s, 8, now);
-    sqlite3_bind_blob(s, 9, corpus_.hash.data(), static_cast<int>(corpus_.hash.size()),
-                      SQLITE_STATIC);
+    bind_row(s, ++position_, version, id, now, corpus_);
     insert_.run();
   }
 
