@@ -50,16 +50,12 @@ std::int64_t positive_int(const Statement& s, int col) {
 }  // namespace
 
 bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out) {
-  const int type = s.column_type(col);
-  if (type == SQLITE_NULL) {
+  if (s.column_type(col) == SQLITE_NULL) {
     out.reset();
     return true;
   }
-  if (type != SQLITE_BLOB) return false;
-  const auto b = s.column_blob(col);
   EventId::Bytes bytes{};
-  if (b.size() != bytes.size()) return false;
-  std::memcpy(bytes.data(), b.data(), bytes.size());
+  if (!read_fixed_blob(s, col, bytes)) return false;
   out = EventId(bytes);
   return true;
 }

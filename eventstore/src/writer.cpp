@@ -233,10 +233,9 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
     bool failed = false;
     try {
       Transaction tx(*this);  // phase 1: the file's write lock
-      const bool fresh = remembered_.valid && !hooked && remembered_.tail &&
+      const bool fresh = !hooked && remembered_.tail && remembered_.data_version &&
                          data_version() == remembered_.data_version;
       if (!fresh) remembered_.forget();
-      remembered_.valid = false;  // until this group commits cleanly
       remembering_ = !hooked;
       // Phase 2: apply each append.
       Tail tail = fresh ? *remembered_.tail : read_tail();
@@ -269,7 +268,6 @@ void Writer::commit_group(std::span<Pending* const> group) noexcept {
         if (!failed && remembering_) {
           remembered_.tail = tail;
           remembered_.data_version = data_version();
-          remembered_.valid = remembered_.data_version.has_value();
         }
         break;
       }

@@ -73,16 +73,16 @@ class Writer {
       }
     };
     std::unordered_map<std::string, StreamState, NameHash, std::equal_to<>> streams;
+    // Both set by a clean commit of appends only: the head it left, and the file's data
+    // version after it.
     std::optional<Tail> tail;
-    bool valid = false;                    // set by a clean commit of appends only
-    std::optional<unsigned> data_version;  // the file's data version after that commit
+    std::optional<unsigned> data_version;
     // Streams remembered at most; then forgotten all at once (a map, not an LRU: cheap).
     static constexpr std::size_t kMaxStreams = 4096;
     void forget() noexcept {
       streams.clear();
       tail.reset();
       data_version.reset();
-      valid = false;
     }
   };
 
