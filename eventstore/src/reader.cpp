@@ -51,14 +51,14 @@ std::string all_page_select() {
          "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2";
 }
 
-// The first position (or version) a page query reads. A read of the log or a category from its
-// start also takes rows below position 1: no row of the file is hidden from a reader, and such
-// a row (inserted behind the library's back) fails to decode as CorruptEventError.
+// The first position (or version) a page query reads. A read of the log, a category or a stream
+// from its start also takes rows below position (or version) 1: no row of the file is hidden
+// from a reader, and such a row (written behind the library's back) fails to decode as
+// CorruptEventError.
 std::int64_t lower_bound(const PageQuery& query) {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  const bool by_position =
-      query.kind == PageQuery::Kind::all || query.kind == PageQuery::Kind::category;
-  if (by_position && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
+  const bool forward = query.kind != PageQuery::Kind::stream_backward;
+  if (forward && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
 }
 

@@ -255,6 +255,61 @@ TEST_CASE("reading a malformed row throws CorruptEventError naming its position"
   }
 }
 
+// Each column of the event at position 3 (stream s-1, version 1) made malformed in turn: reads by
+// stream and of the whole log throw CorruptEventError naming the position and what is wrong,
+// and another stream's events are read as they were written.
+TEST_CASE("reads name each malformed column of a row") {
+  struct Case {
+    const char* set;
+    const char* problem;
+  };
+  const Case cases[] = {
+      {"stream_version = 'one'", "its stream version is not a positive integer"},
+      {"stream_version = 0", "its stream version is not a positive integer"},
+      {"event_id = 'sixteen bytes!!!'", "its event id is not 16 bytes"},
+      {"event_id = X'00'", "its event id is not 16 bytes"},
+      {"type = X'41'", "its type is not text"},
+      {"schema_version = 1.5", "its schema version is not a 32-bit unsigned integer"},
+      {"schema_version = -1", "its schema version is not a 32-bit unsigned integer"},
+      {"schema_version = 4294967296", "its schema version is not a 32-bit unsigned integer"},
+      {"payload = 'text'", "its payload is not a blob"},
+      {"payload = 7", "its payload is not a blob"},
+      {"correlation_id = X'0102'", "a metadata event id is not 16 bytes"},
+      {"causation_id = 'text'", "a metadata event id is not 16 bytes"},
+      {"compensates = 5", "a metadata event id is not 16 bytes"},
+      {"actor = X'6D616C6C6F7279'", "its actor is not text"},
+      {"extra = 'k=v'", "its metadata key/values are malformed"},
+      {"extra = X'FFFFFFFF'", "its metadata key/values are malformed"},
+      {"recorded_at = 'yesterday'", "its recorded-at time is not an integer"},
+      {"hash = X'0102'", "its hash is not 32 bytes"},
+      {"hash = 'thirty-two bytes of text, or so?'", "its hash is not 32 bytes"},
+  };
+  for (const Case& c : cases) {
+    const std::string set = c.set;
+    CAPTURE(set);
+    TamperedStore t;
+    const auto before = t.store.read_stream("s-1").to_vector();
+    REQUIRE(before.size() == 4);
+    REQUIRE(before[0].position == 3);
+    raw_exec(t.path, std::string("UPDATE events SET ") + c.set + " WHERE position = 3");
+    const auto names_it = [&](auto&& read) {
+      try {
+        read();
+        FAIL("expected CorruptEventError");
+      } catch (const CorruptEventError& e) {
+        CHECK(e.position() == 3);
+        CHECK(std::string(e.what()).find(c.problem) != std::string::npos);
+      }
+    };
+    names_it([&] { t.store.read_stream("s-1").to_vector(); });
+    names_it([&] { t.store.read_all().to_vector(); });
+    const auto other = t.store.read_stream("s-0").to_vector();
+    REQUIRE(other.size() == 4);
+    CHECK(other[0].position == 1);
+    for (const RecordedEvent& e : other) CHECK(hash_matches(e));
+  }
+}
+
 TEST_CASE("a newest event whose hash is not 32 bytes: head, append and import name it alike") {
   TamperedStore t;
   raw_exec(t.path, "UPDATE events SET hash = x'0102' WHERE position = 10");
