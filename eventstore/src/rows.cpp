@@ -27,87 +27,95 @@ enum Col {
   kPreviousHash
 };
 
-// Each column's type and value are read once: every sqlite3_column_* call goes through SQLite's
-// API checks, and a row is read for every event a caller reads.
+// Each column's type and value are read once, through its ColumnValue: every
+// sqlite3_column_* call goes through SQLite's API checks, and a row is read for every event a
+// caller reads.
+using Column = Statement::ColumnValue;
 
 // A column that must be a blob of `size` bytes (an id, a hash): copied into `out`.
 template <std::size_t N>
-bool read_fixed_blob(const Statement& s, int col, std::array<std::uint8_t, N>& out) {
-  if (s.column_type(col) != SQLITE_BLOB) return false;
-  const auto b = s.column_blob(col);
+bool read_fixed_blob(Column c, std::array<std::uint8_t, N>& out) {
+  if (c.type() != SQLITE_BLOB) return false;
+  const auto b = c.blob();
   if (b.size() != N) return false;
   std::memcpy(out.data(), b.data(), N);
   return true;
 }
 
 // A positive integer column; 0 when it is not one.
-std::int64_t positive_int(const Statement& s, int col) {
-  if (s.column_type(col) != SQLITE_INTEGER) return 0;
-  const std::int64_t v = s.column_int(col);
+std::int64_t positive_int(Column c) {
+  if (c.type() != SQLITE_INTEGER) return 0;
+  const std::int64_t v = c.as_int();
   return v > 0 ? v : 0;
 }
 
-}  // namespace
-
-bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out) {
-  if (s.column_type(col) == SQLITE_NULL) {
+bool read_optional_id(Column c, std::optional<EventId>& out) {
+  if (c.type() == SQLITE_NULL) {
     out.reset();
     return true;
   }
   EventId::Bytes bytes{};
-  if (!read_fixed_blob(s, col, bytes)) return false;
+  if (!read_fixed_blob(c, bytes)) return false;
   out = EventId(bytes);
   return true;
 }
 
+}  // namespace
+
 const char* decode_view(const Statement& s, EventView& out) {
-  const std::int64_t position = positive_int(s, kPosition);
+  const std::int64_t position = positive_int(s.column(kPosition));
   out.position = static_cast<Position>(position);
   if (position == 0) {
     out.position = static_cast<Position>(s.column_int(kPosition));
     return "its position is not a positive integer";
   }
-  if (s.column_type(kStreamId) != SQLITE_TEXT) return "its stream id is missing";
-  out.stream_id = s.column_text(kStreamId);
-  const std::int64_t version = positive_int(s, kStreamVersion);
+  const Column stream_id = s.column(kStreamId);
+  if (stream_id.type() != SQLITE_TEXT) return "its stream id is missing";
+  out.stream_id = stream_id.text();
+  const std::int64_t version = positive_int(s.column(kStreamVersion));
   if (version == 0) return "its stream version is not a positive integer";
   out.stream_version = static_cast<StreamVersion>(version);
   EventId::Bytes id{};
-  if (!read_fixed_blob(s, kEventId, id)) return "its event id is not 16 bytes";
+  if (!read_fixed_blob(s.column(kEventId), id)) return "its event id is not 16 bytes";
   out.id = EventId(id);
-  if (s.column_type(kType) != SQLITE_TEXT) return "its type is not text";
-  out.type = s.column_text(kType);
-  if (s.column_type(kSchemaVersion) != SQLITE_INTEGER) {
+  const Column type = s.column(kType);
+  if (type.type() != SQLITE_TEXT) return "its type is not text";
+  out.type = type.text();
+  const Column schema_version = s.column(kSchemaVersion);
+  if (schema_version.type() != SQLITE_INTEGER) {
     return "its schema version is not a 32-bit unsigned integer";
   }
-  const std::int64_t schema = s.column_int(kSchemaVersion);
+  const std::int64_t schema = schema_version.as_int();
   if (schema < 0 || schema > UINT32_MAX) {
     return "its schema version is not a 32-bit unsigned integer";
   }
   out.schema_version = static_cast<std::uint32_t>(schema);
-  if (s.column_type(kPayload) != SQLITE_BLOB) return "its payload is not a blob";
-  out.payload = s.column_blob(kPayload);
-  if (!read_optional_id(s, kCorrelation, out.correlation_id) ||
-      !read_optional_id(s, kCausation, out.causation_id) ||
-      !read_optional_id(s, kCompensates, out.compensates)) {
+  const Column payload = s.column(kPayload);
+  if (payload.type() != SQLITE_BLOB) return "its payload is not a blob";
+  out.payload = payload.blob();
+  if (!read_optional_id(s.column(kCorrelation), out.correlation_id) ||
+      !read_optional_id(s.column(kCausation), out.causation_id) ||
+      !read_optional_id(s.column(kCompensates), out.compensates)) {
     return "a metadata event id is not 16 bytes";
   }
-  switch (s.column_type(kActor)) {
+  const Column actor = s.column(kActor);
+  switch (actor.type()) {
     case SQLITE_NULL:
       out.actor = {};
       break;
     case SQLITE_TEXT:
-      out.actor = s.column_text(kActor);
+      out.actor = actor.text();
       break;
     default:
       return "its actor is not text";
   }
   out.encoded_values = {};
-  switch (s.column_type(kExtra)) {
+  const Column extra = s.column(kExtra);
+  switch (extra.type()) {
     case SQLITE_NULL:
       break;
     case SQLITE_BLOB:
-      out.encoded_values = s.column_blob(kExtra);
+      out.encoded_values = extra.blob();
       if (!walk_values(out.encoded_values, [](std::string_view, std::string_view) {})) {
         return "its metadata key/values are malformed";
       }
@@ -115,12 +123,13 @@ const char* decode_view(const Statement& s, EventView& out) {
     default:
       return "its metadata key/values are malformed";
   }
-  if (s.column_type(kRecordedAt) != SQLITE_INTEGER) return "its recorded-at time is not an integer";
-  out.recorded_at = Timestamp(std::chrono::microseconds(s.column_int(kRecordedAt)));
-  if (!read_fixed_blob(s, kHash, out.hash)) return "its hash is not 32 bytes";
+  const Column recorded_at = s.column(kRecordedAt);
+  if (recorded_at.type() != SQLITE_INTEGER) return "its recorded-at time is not an integer";
+  out.recorded_at = Timestamp(std::chrono::microseconds(recorded_at.as_int()));
+  if (!read_fixed_blob(s.column(kHash), out.hash)) return "its hash is not 32 bytes";
   // Position 1, a previous event that is missing or damaged (verify names it), or a query that
   // selects NULL here because its caller carries the previous hash itself: zeros.
-  if (position == 1 || !read_fixed_blob(s, kPreviousHash, out.previous_hash)) {
+  if (position == 1 || !read_fixed_blob(s.column(kPreviousHash), out.previous_hash)) {
     out.previous_hash = Hash{};
   }
   return nullptr;

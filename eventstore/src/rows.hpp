@@ -42,7 +42,4 @@ Head head_of(Position position, std::span<const std::byte> hash);
 // CorruptEventError.
 Head read_head(Statement& s);
 
-// The stored bytes of an optional event id column (NULL or 16 bytes).
-bool read_optional_id(const Statement& s, int col, std::optional<EventId>& out);
-
 }  // namespace factum::detail

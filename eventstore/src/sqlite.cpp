@@ -161,6 +161,19 @@ std::span<const std::byte> Statement::column_blob(int col) const noexcept {
   return {data, static_cast<size_t>(size)};
 }
 
+std::string_view Statement::ColumnValue::text() const noexcept {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(v_));
+  const int size = sqlite3_value_bytes(v_);
+  return text == nullptr ? std::string_view() : std::string_view(text, static_cast<size_t>(size));
+}
+
+std::span<const std::byte> Statement::ColumnValue::blob() const noexcept {
+  const auto* data = static_cast<const std::byte*>(sqlite3_value_blob(v_));
+  const int size = sqlite3_value_bytes(v_);
+  if (data == nullptr) return {};
+  return {data, static_cast<size_t>(size)};
+}
+
 Transaction::Transaction(Database& db, Mode mode) : db_(db) {
   db_.exec(mode == Mode::immediate ? "BEGIN IMMEDIATE" : "BEGIN", "starting a transaction");
 }

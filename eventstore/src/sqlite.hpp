@@ -80,6 +80,26 @@ class Statement {
   std::string_view column_text(int col) const noexcept;
   std::span<const std::byte> column_blob(int col) const noexcept;
 
+  // One column of the current row, for reading its type and value once: each sqlite3_column_*
+  // call goes through SQLite's API checks, a ColumnValue's calls do not. Valid until the
+  // statement steps or resets; used only by the thread that steps it (its connection has no
+  // mutex: SQLite's "unprotected" value).
+  class ColumnValue {
+   public:
+    int type() const noexcept { return sqlite3_value_type(v_); }
+    std::int64_t as_int() const noexcept { return sqlite3_value_int64(v_); }
+    std::string_view text() const noexcept;
+    std::span<const std::byte> blob() const noexcept;
+
+   private:
+    friend class Statement;
+    explicit ColumnValue(sqlite3_value* v) noexcept : v_(v) {}
+    sqlite3_value* v_;
+  };
+  ColumnValue column(int col) const noexcept {
+    return ColumnValue(sqlite3_column_value(stmt_, col));
+  }
+
   Database& db() const noexcept { return db_; }
 
  private:
