@@ -23,10 +23,10 @@ namespace factum::detail {
 struct GroupCaller {
   enum class Turn { wait, lead, done };
   bool alone = false;  // commits in a turn of its own (a write_sql), never grouped
-  // Whose turn: set by the leader that commits this caller or passes the lead to it.
-  Mutex mu;
-  CondVar cv;
-  Turn turn FACTUM_GUARDED_BY(mu) = Turn::wait;
+  // Whose turn: written by the leader that commits this caller or passes the lead to it, once,
+  // before it posts `woken`; read by the caller after woken.wait().
+  Turn turn = Turn::wait;
+  Signal woken;
 };
 
 template <class P>
@@ -57,8 +57,7 @@ class GroupCommit {
       if (!lead && queue_.size() >= gather_until_) gather_cv_.notify_one();
     }
     if (!lead) {
-      MutexLock lock(self.mu);
-      while (self.turn == GroupCaller::Turn::wait) self.cv.wait(lock);
+      self.woken.wait();
       lead = self.turn == GroupCaller::Turn::lead;
     }
     if (lead) run_turn(self, run_alone, commit);
@@ -94,9 +93,8 @@ class GroupCommit {
     lock.unlock();
     for (P* p : group_) {
       if (p == &self) continue;
-      MutexLock done(p->mu);
       p->turn = GroupCaller::Turn::done;
-      p->cv.notify_one();
+      p->woken.post();  // p's owner may return (and destroy p) from here on
     }
     // Hand the lead on (still leading_: no caller queued meanwhile has taken it), or give it up.
     lock.lock();
@@ -104,9 +102,8 @@ class GroupCommit {
     leading_ = next != nullptr;
     lock.unlock();
     if (next != nullptr) {
-      MutexLock hand(next->mu);
       next->turn = GroupCaller::Turn::lead;
-      next->cv.notify_one();
+      next->woken.post();
     }
   }
 

@@ -8,6 +8,9 @@
 // Internal to factum's libraries (not installed). Thread-safety: as std::mutex.
 #pragma once
 
+#include <semaphore.h>
+
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -81,6 +84,27 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// A one-shot wake-up (a POSIX semaphore, starting at 0): wait() returns once post() was called.
+// Unlike a condition variable it needs no mutex, so a woken thread does not run into a lock the
+// waker still holds, and POSIX lets its owner destroy it as soon as wait() returned, while
+// post() may still be returning: the waker need not hold a lock to keep it alive. What the
+// poster wrote before post() is visible to the waiter after wait().
+class Signal {
+ public:
+  Signal() noexcept { ::sem_init(&sem_, 0, 0); }
+  ~Signal() { ::sem_destroy(&sem_); }
+  Signal(const Signal&) = delete;
+  Signal& operator=(const Signal&) = delete;
+  void wait() noexcept {
+    while (::sem_wait(&sem_) != 0 && errno == EINTR) {
+    }
+  }
+  void post() noexcept { ::sem_post(&sem_); }
+
+ private:
+  sem_t sem_;
 };
 
 }  // namespace factum::detail
