@@ -86,11 +86,13 @@ class CondVar {
   std::condition_variable cv_;
 };
 
-// A one-shot wake-up (a POSIX semaphore, starting at 0): wait() returns once post() was called.
-// Unlike a condition variable it needs no mutex, so a woken thread does not run into a lock the
-// waker still holds, and POSIX lets its owner destroy it as soon as wait() returned, while
-// post() may still be returning: the waker need not hold a lock to keep it alive. What the
-// poster wrote before post() is visible to the waiter after wait().
+// A one-shot wake-up (a POSIX semaphore, starting at 0): wait() returns once post() was called,
+// and what the poster wrote before post() is visible to the waiter after wait(). Unlike a
+// condition variable it needs no mutex, so a woken thread does not run into a lock the waker
+// still holds. Its owner may destroy it as soon as wait() returned: POSIX allows destroying a
+// semaphore no thread is blocked on, and glibc's sem_post touches the semaphore's memory no
+// more once its increment has let the waiter go (at most a futex wake on its address follows,
+// which may wake a later user of that address spuriously: futex users retry).
 class Signal {
  public:
   Signal() noexcept { ::sem_init(&sem_, 0, 0); }
