@@ -15,7 +15,6 @@
 // Values travel in libpq's binary format (bytea and int8 as bytes, text as its bytes): no
 // escaping, and a read hands out views into the result's memory.
 #include <fcntl.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 #include "factum/eventstore/location.hpp"
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
+#include "libpq.hpp"
 #include "postgres_target.hpp"
 #include "rows.hpp"
 #include "storage.hpp"
@@ -76,23 +76,24 @@ class PgResult {
   PgResult(PgResult&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
   PgResult& operator=(PgResult&& o) noexcept {
     if (this != &o) {
-      if (r_ != nullptr) PQclear(r_);
+      if (r_ != nullptr) libpq().PQclear(r_);
       r_ = std::exchange(o.r_, nullptr);
     }
     return *this;
   }
   ~PgResult() {
-    if (r_ != nullptr) PQclear(r_);
+    if (r_ != nullptr) libpq().PQclear(r_);
   }
   PGresult* get() const noexcept { return r_; }
-  int rows() const noexcept { return PQntuples(r_); }
-  bool null(int row, int col) const noexcept { return PQgetisnull(r_, row, col) != 0; }
+  int rows() const noexcept { return libpq().PQntuples(r_); }
+  bool null(int row, int col) const noexcept { return libpq().PQgetisnull(r_, row, col) != 0; }
   std::span<const std::byte> bytes(int row, int col) const noexcept {
-    return {reinterpret_cast<const std::byte*>(PQgetvalue(r_, row, col)),
-            static_cast<std::size_t>(PQgetlength(r_, row, col))};
+    return {reinterpret_cast<const std::byte*>(libpq().PQgetvalue(r_, row, col)),
+            static_cast<std::size_t>(libpq().PQgetlength(r_, row, col))};
   }
   std::string_view text(int row, int col) const noexcept {
-    return {PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col))};
+    return {libpq().PQgetvalue(r_, row, col),
+            static_cast<std::size_t>(libpq().PQgetlength(r_, row, col))};
   }
   // A binary int8 (or int4) column; false when NULL or of another size.
   bool int64(int row, int col, std::int64_t& out) const noexcept {
@@ -115,7 +116,7 @@ class PgResult {
 };
 
 StorageError::Kind kind_of(const char* sqlstate, PGconn* conn) {
-  if (conn != nullptr && PQstatus(conn) != CONNECTION_OK) return StorageError::Kind::io;
+  if (conn != nullptr && libpq().PQstatus(conn) != CONNECTION_OK) return StorageError::Kind::io;
   const std::string_view state = sqlstate != nullptr ? sqlstate : "";
   if (state == "40001" || state == "40P01" || state == "55P03" || state == "57014") {
     return StorageError::Kind::busy;
@@ -132,23 +133,23 @@ class PgConn {
   PgConn(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
       : target_(std::move(target)) {
     conn_ = connect(*target_);
-    if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    if (conn_ == nullptr || libpq().PQstatus(conn_) != CONNECTION_OK) {
       const std::string why =
-          first_line(conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory");
-      if (conn_ != nullptr) PQfinish(conn_);
+          first_line(conn_ != nullptr ? libpq().PQerrorMessage(conn_) : "out of memory");
+      if (conn_ != nullptr) libpq().PQfinish(conn_);
       throw StorageError(StorageError::Kind::io,
                          "factum: cannot connect to '" + target_->shown + "': " + why);
     }
-    PQsetNoticeProcessor(
+    libpq().PQsetNoticeProcessor(
         conn_, [](void*, const char*) {}, nullptr);
     try {
       configure(options);
     } catch (...) {
-      PQfinish(conn_);
+      libpq().PQfinish(conn_);
       throw;
     }
   }
-  ~PgConn() { PQfinish(conn_); }
+  ~PgConn() { libpq().PQfinish(conn_); }
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
 
@@ -166,15 +167,17 @@ class PgConn {
   }
 
   PGconn* get() const noexcept { return conn_; }
-  bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
-  bool in_transaction() const noexcept { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+  bool ok() const noexcept { return libpq().PQstatus(conn_) == CONNECTION_OK; }
+  bool in_transaction() const noexcept {
+    return libpq().PQtransactionStatus(conn_) != PQTRANS_IDLE;
+  }
   // The store's place for messages (without its password).
   const std::string& shown() const noexcept { return target_->shown; }
 
   [[noreturn]] void fail(const PGresult* r, std::string_view doing) const {
-    const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const char* state = r != nullptr ? libpq().PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     const std::string why =
-        first_line(r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
+        first_line(r != nullptr ? libpq().PQresultErrorMessage(r) : libpq().PQerrorMessage(conn_));
     throw StorageError(kind_of(state, conn_),
                        "factum: " + std::string(doing) + " in '" + shown() + "': " + why +
                            (state != nullptr ? " (SQLSTATE " + std::string(state) + ")" : ""));
@@ -182,8 +185,8 @@ class PgConn {
 
   // Runs `sql` (one or more statements, no parameters).
   void exec(const std::string& sql, std::string_view doing) {
-    PgResult r(PQexec(conn_, sql.c_str()));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexec(conn_, sql.c_str()));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(r.get(), doing);
   }
 
@@ -191,14 +194,14 @@ class PgConn {
   PgResult run(const char* sql, int n, const unsigned* types, const char* const* values,
                const int* lengths, const int* formats, std::string_view doing,
                int result_format = kFormat) {
-    PgResult r(PQexecParams(conn_, sql, n, types, values, lengths, formats, result_format));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexecParams(conn_, sql, n, types, values, lengths, formats, result_format));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(r.get(), doing);
     return r;
   }
 
   void rollback() noexcept {
-    if (ok() && in_transaction()) PQclear(PQexec(conn_, "ROLLBACK"));
+    if (ok() && in_transaction()) libpq().PQclear(libpq().PQexec(conn_, "ROLLBACK"));
   }
 
   // The name of the statement prepared (or to be prepared) on this connection for `sql`; empty
@@ -225,7 +228,7 @@ class PgConn {
     }
     keywords.push_back(nullptr);
     values.push_back(nullptr);
-    return PQconnectdbParams(keywords.data(), values.data(), t.expand_dbname ? 1 : 0);
+    return libpq().PQconnectdbParams(keywords.data(), values.data(), t.expand_dbname ? 1 : 0);
   }
 
   static constexpr std::size_t kMaxPrepared = 256;
@@ -294,15 +297,15 @@ class Params {
     const std::string name = c.statement_name(text, fresh);
     if (name.empty()) return c.run(sql, size(), types(), values(), lengths(), formats(), doing);
     if (fresh) {
-      PgResult prepared(PQprepare(c.get(), name.c_str(), sql, size(), types()));
-      if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
+      PgResult prepared(libpq().PQprepare(c.get(), name.c_str(), sql, size(), types()));
+      if (libpq().PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
         c.forget_statement(text);
         c.fail(prepared.get(), doing);
       }
     }
-    PgResult r(
-        PQexecPrepared(c.get(), name.c_str(), size(), values(), lengths(), formats(), kFormat));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexecPrepared(c.get(), name.c_str(), size(), values(), lengths(), formats(),
+                                      kFormat));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) c.fail(r.get(), doing);
     return r;
   }
@@ -335,42 +338,42 @@ class Pipeline {
     if (!active_) return;
     // Abandoned (an exception): drain what is pending, leave pipeline mode.
     for (const std::string& sql : preparing_) c_.forget_statement(sql);
-    if (PQpipelineSync(c_.get()) == 1) {
+    if (libpq().PQpipelineSync(c_.get()) == 1) {
       for (;;) {
-        PGresult* r = PQgetResult(c_.get());
+        PGresult* r = libpq().PQgetResult(c_.get());
         if (r == nullptr) {
           if (!c_.ok()) break;
           continue;
         }
-        const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-        PQclear(r);
+        const bool sync = libpq().PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        libpq().PQclear(r);
         if (sync) break;
       }
     }
-    PQexitPipelineMode(c_.get());
+    libpq().PQexitPipelineMode(c_.get());
   }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
   void send(const std::string& sql, const Params& p) {
     if (!active_) {
-      if (PQenterPipelineMode(c_.get()) != 1) c_.fail(nullptr, "entering pipeline mode");
+      if (libpq().PQenterPipelineMode(c_.get()) != 1) c_.fail(nullptr, "entering pipeline mode");
       active_ = true;
     }
     bool fresh = false;
     const std::string name = p.size() > 0 ? c_.statement_name(sql, fresh) : std::string();
     if (fresh) {
       preparing_.push_back(sql);
-      if (PQsendPrepare(c_.get(), name.c_str(), sql.c_str(), p.size(), p.types()) != 1) {
+      if (libpq().PQsendPrepare(c_.get(), name.c_str(), sql.c_str(), p.size(), p.types()) != 1) {
         c_.fail(nullptr, "preparing a statement");
       }
       kinds_.push_back(false);
     }
     const int sent = name.empty()
-                         ? PQsendQueryParams(c_.get(), sql.c_str(), p.size(), p.types(), p.values(),
-                                             p.lengths(), p.formats(), kFormat)
-                         : PQsendQueryPrepared(c_.get(), name.c_str(), p.size(), p.values(),
-                                               p.lengths(), p.formats(), kFormat);
+                         ? libpq().PQsendQueryParams(c_.get(), sql.c_str(), p.size(), p.types(),
+                                                     p.values(), p.lengths(), p.formats(), kFormat)
+                         : libpq().PQsendQueryPrepared(c_.get(), name.c_str(), p.size(), p.values(),
+                                                       p.lengths(), p.formats(), kFormat);
     if (sent != 1) c_.fail(nullptr, "sending a statement");
     kinds_.push_back(true);
   }
@@ -382,21 +385,21 @@ class Pipeline {
   std::vector<PgResult> run(std::string_view doing, PgResult* failed = nullptr) {
     std::vector<PgResult> out;
     if (!active_) return out;
-    if (PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
+    if (libpq().PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
     PgResult error;
     for (const bool statement : kinds_) {
-      PgResult r(PQgetResult(c_.get()));
+      PgResult r(libpq().PQgetResult(c_.get()));
       if (r.get() == nullptr) c_.fail(nullptr, doing);  // the connection broke
-      while (PGresult* extra = PQgetResult(c_.get())) PQclear(extra);
-      const auto status = PQresultStatus(r.get());
+      while (PGresult* extra = libpq().PQgetResult(c_.get())) libpq().PQclear(extra);
+      const auto status = libpq().PQresultStatus(r.get());
       if ((status == PGRES_FATAL_ERROR || status == PGRES_PIPELINE_ABORTED) &&
           error.get() == nullptr) {
         error = std::move(r);
       }
       if (statement) out.push_back(std::move(r));
     }
-    PgResult sync(PQgetResult(c_.get()));
-    if (sync.get() == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
+    PgResult sync(libpq().PQgetResult(c_.get()));
+    if (sync.get() == nullptr || libpq().PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
       c_.fail(sync.get(), doing);
     }
     active_ = false;
@@ -405,7 +408,7 @@ class Pipeline {
       for (const std::string& sql : preparing_) c_.forget_statement(sql);
     }
     preparing_.clear();
-    if (PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
+    if (libpq().PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
     if (error.get() != nullptr) {
       if (failed == nullptr || !c_.ok()) c_.fail(error.get(), doing);
       *failed = std::move(error);
@@ -688,7 +691,7 @@ std::string dollar_params(std::string_view sql, int& count) {
 class PgRow final : public SqlRow {
  public:
   PgRow(const PgConn& conn, const PgResult& r, int row) : conn_(conn), r_(r), row_(row) {}
-  int size() const override { return PQnfields(r_.get()); }
+  int size() const override { return libpq().PQnfields(r_.get()); }
   bool is_null(int column) const override {
     check(column);
     return r_.null(row_, column);
@@ -697,7 +700,7 @@ class PgRow final : public SqlRow {
     check(column);
     if (r_.null(row_, column)) return 0;
     const std::string_view t = r_.text(row_, column);
-    if (PQftype(r_.get(), column) == kBoolOid) return t == "t" ? 1 : 0;
+    if (libpq().PQftype(r_.get(), column) == kBoolOid) return t == "t" ? 1 : 0;
     std::int64_t v = 0;
     const std::string s(t);
     char* end = nullptr;
@@ -722,18 +725,18 @@ class PgRow final : public SqlRow {
   Bytes blob(int column) const override {
     check(column);
     if (r_.null(row_, column)) return {};
-    if (PQftype(r_.get(), column) != kByteaOid) {
+    if (libpq().PQftype(r_.get(), column) != kByteaOid) {
       const auto t = r_.text(row_, column);
       const auto* p = reinterpret_cast<const std::byte*>(t.data());
       return Bytes(p, p + t.size());
     }
     std::size_t n = 0;
-    unsigned char* raw = PQunescapeBytea(
-        reinterpret_cast<const unsigned char*>(PQgetvalue(r_.get(), row_, column)), &n);
+    unsigned char* raw = libpq().PQunescapeBytea(
+        reinterpret_cast<const unsigned char*>(libpq().PQgetvalue(r_.get(), row_, column)), &n);
     if (raw == nullptr) throw std::bad_alloc();
     const auto* p = reinterpret_cast<const std::byte*>(raw);
     Bytes out(p, p + n);
-    PQfreemem(raw);
+    libpq().PQfreemem(raw);
     return out;
   }
 
@@ -764,7 +767,7 @@ class PgSql final : public Sql {
 
   std::int64_t execute(std::string_view sql, std::span<const SqlValue> params) override {
     PgResult r = run(sql, params);
-    const char* n = PQcmdTuples(r.get());
+    const char* n = libpq().PQcmdTuples(r.get());
     return n != nullptr && *n != '\0' ? std::atoll(n) : 0;
   }
 
@@ -1389,7 +1392,7 @@ class PgWriter {
       throw unknown_outcome();
     }
     if (failed.get() != nullptr) {
-      const char* state = PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
+      const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
       const std::string_view code = state != nullptr ? state : "";
       c.rollback();
       cache_.valid = false;
@@ -1863,14 +1866,14 @@ class CommitListener {
         pause_ms = 10;
         wake_();  // commits between the watcher's baseline and the LISTEN
         for (;;) {
-          const int socket = PQsocket(conn.get());
+          const int socket = libpq().PQsocket(conn.get());
           if (socket < 0) break;
           if (!await(socket, -1)) return;
-          if (PQconsumeInput(conn.get()) == 0) break;
+          if (libpq().PQconsumeInput(conn.get()) == 0) break;
           bool notified = false;
-          while (PGnotify* n = PQnotifies(conn.get())) {
+          while (PGnotify* n = libpq().PQnotifies(conn.get())) {
             notified = true;
-            PQfreemem(n);
+            libpq().PQfreemem(n);
           }
           if (notified) wake_();
         }

@@ -3,7 +3,7 @@
 #include "factum/eventstore/location.hpp"
 
 #ifdef FACTUM_HAVE_POSTGRES
-#include <libpq-fe.h>
+#include "libpq.hpp"
 #endif
 
 #include <algorithm>
@@ -50,9 +50,9 @@ bool is_schema_name(std::string_view s) {
 std::set<std::string, std::less<>> libpq_keywords() {
   std::set<std::string, std::less<>> out;
 #ifdef FACTUM_HAVE_POSTGRES
-  if (PQconninfoOption* options = PQconndefaults(); options != nullptr) {
+  if (PQconninfoOption* options = libpq().PQconndefaults(); options != nullptr) {
     for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) out.emplace(o->keyword);
-    PQconninfoFree(options);
+    libpq().PQconninfoFree(options);
   }
 #endif
   return out;

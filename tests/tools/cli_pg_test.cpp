@@ -244,6 +244,23 @@ TEST_CASE("projections and checkpoint reset on a URI") {
   CHECK(contains(r.err, "is a projection's checkpoint"));
 }
 
+// libpq is loaded when a store on a URI is first opened (eventstore/src/libpq.hpp): without it,
+// a URI is refused with one line that names the library, and SQLite stores are unaffected.
+TEST_CASE("without libpq a URI is refused with a clear error, and SQLite stores still work") {
+  Imported s;
+  CliOptions no_libpq;
+  no_libpq.env = {"FACTUM_LIBPQ=" + s.dir.file("no-such-libpq.so.5").string()};
+  const CliResult r = run_cli({"verify", s.uri}, no_libpq);
+  CHECK(r.code != 0);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "cannot load libpq"));
+  CHECK(contains(r.err, "no-such-libpq.so.5"));
+  const CliResult local = run_cli({"verify", s.file()}, no_libpq);
+  INFO(local.err);
+  CHECK(local.code == 0);
+  CHECK(run_cli({"verify", s.uri}).code == 0);  // with libpq: the store is intact
+}
+
 TEST_CASE("import refuses a schema that holds events, and changes nothing in it") {
   Imported s;
   const auto before = s.dir.file("before.jsonl");
