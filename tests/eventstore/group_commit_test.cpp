@@ -118,10 +118,7 @@ void check_each_once_in_order(const Params& p, const Outcome& out) {
 }  // namespace
 
 TEST_CASE("group commit commits every caller once, before it returns, in each thread's order") {
-  Params p;
-  p.threads = 8;
-  p.calls = 400;
-  p.max_group = 4;
+  const Params p{.threads = 8, .calls = 400, .max_group = 4};
   const Outcome out = run(p);
   CHECK(out.failures == 0);
   check_each_once_in_order(p, out);
@@ -129,11 +126,9 @@ TEST_CASE("group commit commits every caller once, before it returns, in each th
 }
 
 TEST_CASE("group commit groups callers that queue behind a commit, up to its limit") {
-  Params p;
-  p.threads = 6;
-  p.calls = 40;
-  p.max_group = 3;
-  p.commit_time = std::chrono::milliseconds(2);  // the others queue up meanwhile
+  // Each commit takes 2 ms: the other callers queue up meanwhile.
+  const Params p{
+      .threads = 6, .calls = 40, .max_group = 3, .commit_time = std::chrono::milliseconds(2)};
   const Outcome out = run(p);
   CHECK(out.failures == 0);
   check_each_once_in_order(p, out);
@@ -145,12 +140,11 @@ TEST_CASE("group commit groups callers that queue behind a commit, up to its lim
 }
 
 TEST_CASE("group commit runs a caller marked alone in a turn of its own") {
-  Params p;
-  p.threads = 6;
-  p.calls = 200;
-  p.max_group = 8;
-  p.alone_every = 5;
-  p.commit_time = std::chrono::microseconds(100);
+  const Params p{.threads = 6,
+                 .calls = 200,
+                 .max_group = 8,
+                 .alone_every = 5,
+                 .commit_time = std::chrono::microseconds(100)};
   const Outcome out = run(p);
   CHECK(out.failures == 0);
   check_each_once_in_order(p, out);
@@ -158,10 +152,7 @@ TEST_CASE("group commit runs a caller marked alone in a turn of its own") {
 }
 
 TEST_CASE("group commit with a group size of 1 commits callers one by one") {
-  Params p;
-  p.threads = 4;
-  p.calls = 200;
-  p.max_group = 1;
+  const Params p{.threads = 4, .calls = 200, .max_group = 1};
   const Outcome out = run(p);
   CHECK(out.failures == 0);
   check_each_once_in_order(p, out);
