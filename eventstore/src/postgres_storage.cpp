@@ -876,11 +876,12 @@ class PgPool {
 
 // --- Reads ------------------------------------------------------------------------------------
 
+// As the SQLite reader's (reader.cpp): a read from the start of the log, a category or a stream
+// also takes rows below position (or version) 1, which then fail to decode as CorruptEventError.
 std::int64_t lower_bound(const PageQuery& query) {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  const bool by_position =
-      query.kind == PageQuery::Kind::all || query.kind == PageQuery::Kind::category;
-  if (by_position && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
+  const bool forward = query.kind != PageQuery::Kind::stream_backward;
+  if (forward && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
 }
 

@@ -147,6 +147,20 @@ TEST_CASE("postgres: verify names an edited payload, a deleted event and a cut t
     CHECK(r.position == 6);
     CHECK_THROWS_AS(t.store.read_all().to_vector(), CorruptEventError);
   }
+  SUBCASE("a row below version 1 is not hidden from a read of its stream") {
+    Tampered t;
+    REQUIRE(t.store.read_stream("s-1").to_vector().front().position == 3);
+    const auto r = t.after("UPDATE events SET stream_version = 0 WHERE position = 3");
+    CHECK(r.problem == Problem::malformed_row);
+    CHECK(r.position == 3);
+    try {
+      t.store.read_stream("s-1").to_vector();
+      FAIL("expected CorruptEventError");
+    } catch (const CorruptEventError& e) {
+      CHECK(e.position() == 3);
+      CHECK(std::string(e.what()).find("stream version") != std::string::npos);
+    }
+  }
   SUBCASE("a stream without events") {
     Tampered t;
     const auto r = t.after("INSERT INTO streams (stream_id, category) VALUES ('ghost-1', 'ghost')");
