@@ -1,5 +1,6 @@
 // The EventRange cursor: pages through any Storage, remembering where the last page ended.
 #include <algorithm>
+#include <limits>
 
 #include "storage.hpp"
 
@@ -48,6 +49,13 @@ bool advance(PageQuery& query, Position position, StreamVersion version, const H
       return version > 1;
   }
   return true;
+}
+
+std::int64_t query_lower_bound(const PageQuery& query) noexcept {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  const bool forward = query.kind != PageQuery::Kind::stream_backward;
+  if (forward && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
 }
 
 std::uint64_t visit_pages(Storage& storage, PageQuery query, std::size_t page_size,

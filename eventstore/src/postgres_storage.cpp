@@ -876,15 +876,6 @@ class PgPool {
 
 // --- Reads ------------------------------------------------------------------------------------
 
-// As the SQLite reader's (reader.cpp): a read from the start of the log, a category or a stream
-// also takes rows below position (or version) 1, which then fail to decode as CorruptEventError.
-std::int64_t lower_bound(const PageQuery& query) {
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  const bool forward = query.kind != PageQuery::Kind::stream_backward;
-  if (forward && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
-}
-
 const std::string& page_sql(PageQuery::Kind kind) {
   static const std::string all = std::string("SELECT ") + kColumns +
                                  ", NULL::bytea FROM events e LEFT JOIN streams s ON "
@@ -919,7 +910,7 @@ const std::string& page_sql(PageQuery::Kind kind) {
 PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit) {
   Params p;
   if (query.kind != PageQuery::Kind::all) p.text(query.key);
-  p.i64(lower_bound(query));
+  p.i64(query_lower_bound(query));
   p.i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
   return p.run(c, page_sql(query.kind).c_str(), "reading events");
 }

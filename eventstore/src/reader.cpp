@@ -51,17 +51,6 @@ std::string all_page_select() {
          "WHERE e.position >= ?1 ORDER BY e.position LIMIT ?2";
 }
 
-// The first position (or version) a page query reads. A read of the log, a category or a stream
-// from its start also takes rows below position (or version) 1: no row of the file is hidden
-// from a reader, and such a row (written behind the library's back) fails to decode as
-// CorruptEventError.
-std::int64_t lower_bound(const PageQuery& query) {
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  const bool forward = query.kind != PageQuery::Kind::stream_backward;
-  if (forward && query.from <= 1) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(std::min<std::uint64_t>(query.from, kMax));
-}
-
 }  // namespace
 
 ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
@@ -178,7 +167,7 @@ class HashCarry {
 void bind_page(Statement& s, const PageQuery& query, std::size_t limit) {
   int next = 1;
   if (query.kind != PageQuery::Kind::all) s.bind(next++, std::string_view(query.key));
-  s.bind(next++, lower_bound(query));
+  s.bind(next++, query_lower_bound(query));
   s.bind(next, static_cast<std::int64_t>(limit));
 }
 

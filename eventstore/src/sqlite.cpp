@@ -148,17 +148,10 @@ void Statement::reset() noexcept {
   sqlite3_clear_bindings(stmt_);
 }
 
-std::string_view Statement::column_text(int col) const noexcept {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-  const int size = sqlite3_column_bytes(stmt_, col);
-  return text == nullptr ? std::string_view() : std::string_view(text, static_cast<size_t>(size));
-}
+std::string_view Statement::column_text(int col) const noexcept { return column(col).text(); }
 
 std::span<const std::byte> Statement::column_blob(int col) const noexcept {
-  const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(stmt_, col));
-  const int size = sqlite3_column_bytes(stmt_, col);
-  if (data == nullptr) return {};
-  return {data, static_cast<size_t>(size)};
+  return column(col).blob();
 }
 
 std::string_view Statement::ColumnValue::text() const noexcept {

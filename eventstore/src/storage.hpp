@@ -64,6 +64,12 @@ struct PageEnd {
 // read is over (a backward stream read past version 1).
 bool advance(PageQuery& query, Position position, StreamVersion version, const Hash& hash);
 
+// The first position (or version) a page query reads, as both backends bind it. A read of the
+// log, a category or a stream from its start also takes rows below position (or version) 1: no
+// row is hidden from a reader, and such a row (written behind the library's back) fails to
+// decode as CorruptEventError.
+std::int64_t query_lower_bound(const PageQuery& query) noexcept;
+
 class Storage {
  public:
   virtual ~Storage() = default;
