@@ -9,14 +9,14 @@ namespace factum::kafka::detail {
 
 void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value) {
   std::array<char, 512> error{};
-  if (rd_kafka_conf_set(&conf, name.c_str(), value.c_str(), error.data(), error.size()) !=
-      RD_KAFKA_CONF_OK) {
+  if (librdkafka().rd_kafka_conf_set(&conf, name.c_str(), value.c_str(), error.data(),
+                                     error.size()) != RD_KAFKA_CONF_OK) {
     throw InvalidArgument("factum kafka: property '" + name + "': " + error.data());
   }
 }
 
 Conf make_conf(const std::map<std::string, std::string>& properties) {
-  Conf conf(rd_kafka_conf_new());
+  Conf conf(librdkafka().rd_kafka_conf_new());
   for (const auto& [name, value] : properties) set_property(*conf, name, value);
   return conf;
 }
@@ -24,7 +24,7 @@ Conf make_conf(const std::map<std::string, std::string>& properties) {
 Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what) {
   std::array<char, 512> error{};
   // On success rd_kafka_new takes the configuration; on failure it stays ours.
-  Client client(rd_kafka_new(type, conf.get(), error.data(), error.size()));
+  Client client(librdkafka().rd_kafka_new(type, conf.get(), error.data(), error.size()));
   if (!client)
     throw KafkaError(what, 0, "factum kafka: cannot create " + what + ": " + error.data());
   static_cast<void>(conf.release());
@@ -34,12 +34,14 @@ Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what) {
 namespace {
 
 struct TopicDeleter {
-  void operator()(rd_kafka_topic_t* topic) const noexcept { rd_kafka_topic_destroy(topic); }
+  void operator()(rd_kafka_topic_t* topic) const noexcept {
+    librdkafka().rd_kafka_topic_destroy(topic);
+  }
 };
 
 struct MetadataDeleter {
   void operator()(const rd_kafka_metadata_t* metadata) const noexcept {
-    rd_kafka_metadata_destroy(metadata);
+    librdkafka().rd_kafka_metadata_destroy(metadata);
   }
 };
 
@@ -66,22 +68,23 @@ rd_kafka_resp_err_t produce(rd_kafka_t& producer, const std::string& topic, std:
   vus[4].u.ptr = opaque;
   vus[5].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
   vus[5].u.i = RD_KAFKA_MSG_F_COPY;
-  rd_kafka_error_t* error = rd_kafka_produceva(&producer, vus.data(), vus.size());
+  rd_kafka_error_t* error = librdkafka().rd_kafka_produceva(&producer, vus.data(), vus.size());
   if (error == nullptr) {
     static_cast<void>(headers.release());  // the record owns them now
     return RD_KAFKA_RESP_ERR_NO_ERROR;
   }
-  const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-  rd_kafka_error_destroy(error);
+  const rd_kafka_resp_err_t code = librdkafka().rd_kafka_error_code(error);
+  librdkafka().rd_kafka_error_destroy(error);
   return code;
 }
 
 rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic, int timeout_ms,
                                     int& count) {
   const std::unique_ptr<rd_kafka_topic_t, TopicDeleter> handle(
-      rd_kafka_topic_new(&client, topic.c_str(), nullptr));
+      librdkafka().rd_kafka_topic_new(&client, topic.c_str(), nullptr));
   const rd_kafka_metadata_t* raw = nullptr;
-  rd_kafka_resp_err_t error = rd_kafka_metadata(&client, 0, handle.get(), &raw, timeout_ms);
+  rd_kafka_resp_err_t error =
+      librdkafka().rd_kafka_metadata(&client, 0, handle.get(), &raw, timeout_ms);
   const std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
   if (error == RD_KAFKA_RESP_ERR_NO_ERROR && metadata->topic_cnt != 1) {
     error = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;

@@ -1,7 +1,7 @@
 // RAII over librdkafka handles, and configuration from a property map.
 #pragma once
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <map>
 #include <memory>
@@ -11,28 +11,34 @@
 namespace factum::kafka::detail {
 
 struct ConfDeleter {
-  void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }
+  void operator()(rd_kafka_conf_t* conf) const noexcept {
+    librdkafka().rd_kafka_conf_destroy(conf);
+  }
 };
 using Conf = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
 
 struct ClientDeleter {
-  void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
+  void operator()(rd_kafka_t* rk) const noexcept { librdkafka().rd_kafka_destroy(rk); }
 };
 using Client = std::unique_ptr<rd_kafka_t, ClientDeleter>;
 
 struct HeadersDeleter {
-  void operator()(rd_kafka_headers_t* headers) const noexcept { rd_kafka_headers_destroy(headers); }
+  void operator()(rd_kafka_headers_t* headers) const noexcept {
+    librdkafka().rd_kafka_headers_destroy(headers);
+  }
 };
 using Headers = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
 
 struct MessageDeleter {
-  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
+  void operator()(rd_kafka_message_t* message) const noexcept {
+    librdkafka().rd_kafka_message_destroy(message);
+  }
 };
 using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
 
 struct PartitionsDeleter {
   void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
-    rd_kafka_topic_partition_list_destroy(list);
+    librdkafka().rd_kafka_topic_partition_list_destroy(list);
   }
 };
 using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDeleter>;

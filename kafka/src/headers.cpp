@@ -12,7 +12,8 @@ namespace factum::kafka::detail {
 namespace {
 
 void add(rd_kafka_headers_t& headers, const char* name, std::string_view value) {
-  rd_kafka_header_add(&headers, name, -1, value.data(), static_cast<ssize_t>(value.size()));
+  librdkafka().rd_kafka_header_add(&headers, name, -1, value.data(),
+                                   static_cast<ssize_t>(value.size()));
 }
 
 // A number as decimal text, without allocating (rd_kafka_header_add copies it).
@@ -29,7 +30,7 @@ void add_id(rd_kafka_headers_t& headers, const char* name, const std::optional<E
 }  // namespace
 
 Headers event_headers(const EventView& event) {
-  Headers headers(rd_kafka_headers_new(8));
+  Headers headers(librdkafka().rd_kafka_headers_new(8));
   add(*headers, kEventIdHeader, event.id.to_string());
   add(*headers, kTypeHeader, event.type);
   add_number(*headers, kSchemaVersionHeader, event.schema_version);

@@ -1,6 +1,6 @@
 #include "factum/kafka/ingest.hpp"
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -111,7 +111,7 @@ class Ingest::Impl {
 
   ~Impl() {
     hook_.disconnect();
-    if (consumer_) static_cast<void>(rd_kafka_consumer_close(consumer_.get()));
+    if (consumer_) static_cast<void>(librdkafka().rd_kafka_consumer_close(consumer_.get()));
   }
 
   // Polls up to max_records records, then appends them in as few transactions as it can (see
@@ -123,7 +123,7 @@ class Ingest::Impl {
     bool gap = false;  // the error is records deleted before they were ingested
     int timeout = static_cast<int>(options_.poll_timeout.count());
     while (batch.size() < options_.max_records) {
-      const Message record(rd_kafka_consumer_poll(consumer_.get(), timeout));
+      const Message record(librdkafka().rd_kafka_consumer_poll(consumer_.get(), timeout));
       drop_revoked(batch);  // a rebalance runs inside the poll
       timeout = 0;
       if (!record) break;
@@ -179,13 +179,13 @@ class Ingest::Impl {
     for (std::int32_t p = 0; p < partition_count_; ++p) {
       std::int64_t low = 0;
       std::int64_t high = 0;
-      const rd_kafka_resp_err_t error = rd_kafka_query_watermark_offsets(
+      const rd_kafka_resp_err_t error = librdkafka().rd_kafka_query_watermark_offsets(
           consumer_.get(), options_.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
       if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
         throw KafkaError(options_.topic, static_cast<int>(error),
                          "factum kafka: ingest '" + options_.name + "' cannot read the end of " +
                              "partition " + std::to_string(p) + " of topic '" + options_.topic +
-                             "': " + rd_kafka_err2str(error));
+                             "': " + librdkafka().rd_kafka_err2str(error));
       }
       out[p] = high;
     }
@@ -203,12 +203,12 @@ class Ingest::Impl {
     properties["enable.auto.offset.store"] = "false";
     detail::Conf conf = detail::make_conf(properties);
     if (options_.consumer_group) {
-      rd_kafka_conf_set_rebalance_cb(conf.get(), &Impl::on_rebalance);
-      rd_kafka_conf_set_opaque(conf.get(), this);
+      librdkafka().rd_kafka_conf_set_rebalance_cb(conf.get(), &Impl::on_rebalance);
+      librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     }
     detail::Client client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
                                                 "consumer of ingest '" + options_.name + "'");
-    rd_kafka_poll_set_consumer(client.get());
+    librdkafka().rd_kafka_poll_set_consumer(client.get());
     return client;
   }
 
@@ -220,20 +220,20 @@ class Ingest::Impl {
       throw KafkaError(options_.topic, static_cast<int>(error),
                        "factum kafka: ingest '" + options_.name +
                            "' cannot read the partitions of topic '" + options_.topic +
-                           "': " + rd_kafka_err2str(error));
+                           "': " + librdkafka().rd_kafka_err2str(error));
     }
     return count;
   }
 
   // Every partition of the topic, each at its stored next offset (the beginning when none).
   void assign_stored_offsets() {
-    const Partitions partitions(rd_kafka_topic_partition_list_new(partition_count_));
+    const Partitions partitions(librdkafka().rd_kafka_topic_partition_list_new(partition_count_));
     for (std::int32_t p = 0; p < partition_count_; ++p) {
-      rd_kafka_topic_partition_list_add(partitions.get(), options_.topic.c_str(), p);
+      librdkafka().rd_kafka_topic_partition_list_add(partitions.get(), options_.topic.c_str(), p);
     }
     set_stored_offsets(*partitions);
-    check_assign(rd_kafka_assign(consumer_.get(), nullptr));
-    check_assign(rd_kafka_assign(consumer_.get(), partitions.get()));
+    check_assign(librdkafka().rd_kafka_assign(consumer_.get(), nullptr));
+    check_assign(librdkafka().rd_kafka_assign(consumer_.get(), partitions.get()));
     set_assigned(*partitions, true);
   }
 
@@ -241,14 +241,15 @@ class Ingest::Impl {
     if (error == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     throw KafkaError(options_.topic, static_cast<int>(error),
                      "factum kafka: ingest '" + options_.name + "' cannot " + std::string(what) +
-                         " topic '" + options_.topic + "': " + rd_kafka_err2str(error));
+                         " topic '" + options_.topic +
+                         "': " + librdkafka().rd_kafka_err2str(error));
   }
 
   // Takes ownership of `error` (an rd_kafka_error_t of the incremental and seek calls).
   void check_error(rd_kafka_error_t* error, std::string_view what) const {
     if (!error) return;
-    const auto code = rd_kafka_error_code(error);
-    rd_kafka_error_destroy(error);
+    const auto code = librdkafka().rd_kafka_error_code(error);
+    librdkafka().rd_kafka_error_destroy(error);
     check_assign(code, what);
   }
 
@@ -259,11 +260,12 @@ class Ingest::Impl {
       return;
     }
     rd_kafka_topic_partition_list_t* raw = nullptr;
-    check_assign(rd_kafka_assignment(consumer_.get(), &raw), "read the assignment of");
+    check_assign(librdkafka().rd_kafka_assignment(consumer_.get(), &raw), "read the assignment of");
     const Partitions partitions(raw);
     if (partitions->cnt == 0) return;
     set_stored_offsets(*partitions);
-    check_error(rd_kafka_seek_partitions(consumer_.get(), partitions.get(), kMetadataTimeoutMs),
+    check_error(librdkafka().rd_kafka_seek_partitions(consumer_.get(), partitions.get(),
+                                                      kMetadataTimeoutMs),
                 "seek in");
   }
 
@@ -274,9 +276,10 @@ class Ingest::Impl {
   // of them is appended after the next owner may have started.
 
   void subscribe() {
-    const Partitions topics(rd_kafka_topic_partition_list_new(1));
-    rd_kafka_topic_partition_list_add(topics.get(), options_.topic.c_str(), RD_KAFKA_PARTITION_UA);
-    check_assign(rd_kafka_subscribe(consumer_.get(), topics.get()), "subscribe to");
+    const Partitions topics(librdkafka().rd_kafka_topic_partition_list_new(1));
+    librdkafka().rd_kafka_topic_partition_list_add(topics.get(), options_.topic.c_str(),
+                                                   RD_KAFKA_PARTITION_UA);
+    check_assign(librdkafka().rd_kafka_subscribe(consumer_.get(), topics.get()), "subscribe to");
   }
 
   static void on_rebalance(rd_kafka_t* /*consumer*/, rd_kafka_resp_err_t event,
@@ -295,17 +298,17 @@ class Ingest::Impl {
   }
 
   bool cooperative() const {
-    const char* protocol = rd_kafka_rebalance_protocol(consumer_.get());
+    const char* protocol = librdkafka().rd_kafka_rebalance_protocol(consumer_.get());
     return protocol && std::string_view(protocol) == "COOPERATIVE";
   }
 
   // Partitions the group gave this ingest: started now when their offsets can be read, else on
   // the next poll_once (start_unstarted).
   void start(const rd_kafka_topic_partition_list_t& given) {
-    if (!unstarted_) unstarted_.reset(rd_kafka_topic_partition_list_new(given.cnt));
+    if (!unstarted_) unstarted_.reset(librdkafka().rd_kafka_topic_partition_list_new(given.cnt));
     for (int i = 0; i < given.cnt; ++i) {
-      rd_kafka_topic_partition_list_add(unstarted_.get(), given.elems[i].topic,
-                                        given.elems[i].partition);
+      librdkafka().rd_kafka_topic_partition_list_add(unstarted_.get(), given.elems[i].topic,
+                                                     given.elems[i].partition);
     }
     start_unstarted();
   }
@@ -314,9 +317,11 @@ class Ingest::Impl {
     if (!unstarted_) return;
     set_stored_offsets(*unstarted_);
     if (cooperative()) {
-      check_error(rd_kafka_incremental_assign(consumer_.get(), unstarted_.get()), "assign");
+      check_error(librdkafka().rd_kafka_incremental_assign(consumer_.get(), unstarted_.get()),
+                  "assign");
     } else {
-      check_assign(rd_kafka_assign(consumer_.get(), unstarted_.get()));  // eager: the whole set
+      check_assign(
+          librdkafka().rd_kafka_assign(consumer_.get(), unstarted_.get()));  // eager: the whole set
     }
     set_assigned(*unstarted_, true);
     unstarted_.reset();
@@ -329,15 +334,15 @@ class Ingest::Impl {
     set_assigned(taken, false);
     if (unstarted_) {
       for (int i = 0; i < taken.cnt; ++i) {
-        static_cast<void>(rd_kafka_topic_partition_list_del(unstarted_.get(), taken.elems[i].topic,
-                                                            taken.elems[i].partition));
+        static_cast<void>(librdkafka().rd_kafka_topic_partition_list_del(
+            unstarted_.get(), taken.elems[i].topic, taken.elems[i].partition));
       }
       if (unstarted_->cnt == 0 || !incremental) unstarted_.reset();
     }
     if (incremental) {
-      check_error(rd_kafka_incremental_unassign(consumer_.get(), &taken), "unassign");
+      check_error(librdkafka().rd_kafka_incremental_unassign(consumer_.get(), &taken), "unassign");
     } else {
-      check_assign(rd_kafka_assign(consumer_.get(), nullptr), "unassign");
+      check_assign(librdkafka().rd_kafka_assign(consumer_.get(), nullptr), "unassign");
     }
   }
 
@@ -379,14 +384,14 @@ class Ingest::Impl {
               stored_offset_text(record.partition) +
               " is no longer in the topic (records deleted by retention before they were "
               "ingested, or the topic was recreated; " +
-              rd_kafka_message_errstr(&record) +
+              librdkafka().rd_kafka_message_errstr(&record) +
               "); nothing after it is ingested. To accept the loss and go on, give the property "
               "auto.offset.reset=earliest, or store another offset for the partition");
     }
     return KafkaError(options_.topic, static_cast<int>(record.err),
                       "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
                           "' partition " + std::to_string(record.partition) + ": " +
-                          rd_kafka_message_errstr(&record));
+                          librdkafka().rd_kafka_message_errstr(&record));
   }
 
   // The partition's stored offset as text ("(none)" when none is stored, or unreadable).

@@ -14,10 +14,12 @@ namespace {
 
 std::optional<std::string> header(const rd_kafka_message_t& record, const char* name) {
   rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(&record, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  if (librdkafka().rd_kafka_message_headers(&record, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return {};
   const void* value = nullptr;
   std::size_t size = 0;
-  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (librdkafka().rd_kafka_header_get_last(headers, name, &value, &size) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
     return {};
   }
   if (value == nullptr) return std::string();

@@ -1,7 +1,7 @@
 // The event an ingested Kafka record becomes (factum/kafka/ingest.hpp lists the fields).
 #pragma once
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "factum/kafka/relay.hpp"
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <algorithm>
 #include <array>
@@ -105,7 +105,7 @@ class Relay::Impl {
 
   ~Impl() {
     // publish_once settles every record it hands over, so this finds none in flight.
-    if (producer_) static_cast<void>(rd_kafka_flush(producer_.get(), kCloseFlushMs));
+    if (producer_) static_cast<void>(librdkafka().rd_kafka_flush(producer_.get(), kCloseFlushMs));
   }
 
   std::size_t publish_once() {
@@ -148,7 +148,7 @@ class Relay::Impl {
         exhausted = batch.refused;
       }
       if (flight.empty()) break;
-      rd_kafka_poll(producer_.get(), flight.front()->pending > 0 ? kPollMs : 0);
+      librdkafka().rd_kafka_poll(producer_.get(), flight.front()->pending > 0 ? kPollMs : 0);
       confirmed += confirm_settled(flight);
     }
     record_error("");
@@ -203,8 +203,8 @@ class Relay::Impl {
     detail::Conf conf = detail::make_conf(options_.kafka);
     detail::set_property(*conf, "enable.idempotence", "true");
     detail::set_property(*conf, "acks", "all");
-    rd_kafka_conf_set_dr_msg_cb(conf.get(), &Impl::on_delivery);
-    rd_kafka_conf_set_opaque(conf.get(), this);
+    librdkafka().rd_kafka_conf_set_dr_msg_cb(conf.get(), &Impl::on_delivery);
+    librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     if (transactional()) detail::set_property(*conf, "transactional.id", options_.transactional_id);
     return detail::make_client(RD_KAFKA_PRODUCER, std::move(conf),
                                "producer of relay '" + options_.name + "'");
@@ -303,14 +303,14 @@ class Relay::Impl {
         return code;
       }
       if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL) return code;
-      rd_kafka_poll(producer_.get(), kPollMs);
+      librdkafka().rd_kafka_poll(producer_.get(), kPollMs);
     }
   }
 
   // Serves delivery reports until every record handed over has one (each comes within
   // message.timeout.ms).
   void settle() {
-    while (pending_ > 0) rd_kafka_poll(producer_.get(), kPollMs);
+    while (pending_ > 0) librdkafka().rd_kafka_poll(producer_.get(), kPollMs);
   }
 
   void advance(Position to, std::size_t confirmed) {
@@ -325,9 +325,9 @@ class Relay::Impl {
     std::string message = "factum kafka: relay '" + options_.name + "': the event at position " +
                           std::to_string(event.position) + " (id " + event.id.to_string() +
                           ", stream " + event.stream + ") was not delivered to topic '" +
-                          options_.topic + "': " + rd_kafka_err2str(code);
+                          options_.topic + "': " + librdkafka().rd_kafka_err2str(code);
     std::array<char, 512> fatal{};
-    if (rd_kafka_fatal_error(producer_.get(), fatal.data(), fatal.size()) !=
+    if (librdkafka().rd_kafka_fatal_error(producer_.get(), fatal.data(), fatal.size()) !=
         RD_KAFKA_RESP_ERR_NO_ERROR) {
       message +=
           std::string("; the producer failed for good (") + fatal.data() + ") and was replaced";

@@ -1,6 +1,6 @@
 #include "factum/kafka/request_reply.hpp"
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <utility>
 
@@ -32,12 +32,13 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
 std::map<std::string, std::string> headers_of(const rd_kafka_message_t& message) {
   std::map<std::string, std::string> out;
   rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(&message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+  if (librdkafka().rd_kafka_message_headers(&message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return out;
   const char* name = nullptr;
   const void* value = nullptr;
   std::size_t size = 0;
-  for (std::size_t i = 0;
-       rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+  for (std::size_t i = 0; librdkafka().rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
+                          RD_KAFKA_RESP_ERR_NO_ERROR;
        ++i) {
     out[name] =
         value == nullptr ? std::string() : std::string(static_cast<const char*>(value), size);
@@ -55,7 +56,7 @@ class Requester::Impl {
     }
     detail::Conf producer_conf = detail::make_conf(options_.kafka);
     detail::set_property(*producer_conf, "enable.idempotence", "true");
-    rd_kafka_conf_set_dr_msg_cb(producer_conf.get(), &on_delivery);
+    librdkafka().rd_kafka_conf_set_dr_msg_cb(producer_conf.get(), &on_delivery);
     producer_ = detail::make_client(RD_KAFKA_PRODUCER, std::move(producer_conf), "requester");
     std::map<std::string, std::string> consumer_properties = options_.kafka;
     consumer_properties.try_emplace("group.id", "factum-requester");
@@ -63,12 +64,12 @@ class Requester::Impl {
     consumer_properties["enable.auto.offset.store"] = "false";
     consumer_ = detail::make_client(RD_KAFKA_CONSUMER, detail::make_conf(consumer_properties),
                                     "consumer of reply topic '" + options_.reply_topic + "'");
-    rd_kafka_poll_set_consumer(consumer_.get());
+    librdkafka().rd_kafka_poll_set_consumer(consumer_.get());
     partition_count_ = read_partition_count();
   }
 
   ~Impl() {
-    if (consumer_) static_cast<void>(rd_kafka_consumer_close(consumer_.get()));
+    if (consumer_) static_cast<void>(librdkafka().rd_kafka_consumer_close(consumer_.get()));
   }
 
   std::optional<Reply> request(const Request& request, std::chrono::milliseconds timeout) {
@@ -78,7 +79,7 @@ class Requester::Impl {
     const EventId correlation = EventId::generate();
     send(request, correlation);
     while (std::chrono::steady_clock::now() < deadline) {
-      const Message record(rd_kafka_consumer_poll(consumer_.get(), kPollMs));
+      const Message record(librdkafka().rd_kafka_consumer_poll(consumer_.get(), kPollMs));
       if (!record || record->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
       std::map<std::string, std::string> headers = headers_of(*record);
       const auto it = headers.find(kCorrelationIdHeader);
@@ -104,50 +105,52 @@ class Requester::Impl {
 
   // Every partition of the reply topic, at its end as the broker reports it now.
   void assign_reply_ends() {
-    Partitions partitions(rd_kafka_topic_partition_list_new(partition_count_));
+    Partitions partitions(librdkafka().rd_kafka_topic_partition_list_new(partition_count_));
     for (std::int32_t p = 0; p < partition_count_; ++p) {
       std::int64_t low = 0;
       std::int64_t high = 0;
-      const rd_kafka_resp_err_t error = rd_kafka_query_watermark_offsets(
+      const rd_kafka_resp_err_t error = librdkafka().rd_kafka_query_watermark_offsets(
           consumer_.get(), options_.reply_topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
       if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot read the end");
-      rd_kafka_topic_partition_list_add(partitions.get(), options_.reply_topic.c_str(), p)->offset =
-          high;
+      librdkafka()
+          .rd_kafka_topic_partition_list_add(partitions.get(), options_.reply_topic.c_str(), p)
+          ->offset = high;
     }
-    const rd_kafka_resp_err_t error = rd_kafka_assign(consumer_.get(), partitions.get());
+    const rd_kafka_resp_err_t error =
+        librdkafka().rd_kafka_assign(consumer_.get(), partitions.get());
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot assign");
   }
 
   // Produces the command and waits for its delivery report (message.timeout.ms at most).
   void send(const Request& request, const EventId& correlation) {
     const std::string id = correlation.to_string();
-    detail::Headers headers(rd_kafka_headers_new(3));
-    rd_kafka_header_add(headers.get(), kCorrelationIdHeader, -1, id.data(),
-                        static_cast<ssize_t>(id.size()));
-    rd_kafka_header_add(headers.get(), kReplyToHeader, -1, options_.reply_topic.data(),
-                        static_cast<ssize_t>(options_.reply_topic.size()));
+    detail::Headers headers(librdkafka().rd_kafka_headers_new(3));
+    librdkafka().rd_kafka_header_add(headers.get(), kCorrelationIdHeader, -1, id.data(),
+                                     static_cast<ssize_t>(id.size()));
+    librdkafka().rd_kafka_header_add(headers.get(), kReplyToHeader, -1, options_.reply_topic.data(),
+                                     static_cast<ssize_t>(options_.reply_topic.size()));
     if (!request.type.empty()) {
-      rd_kafka_header_add(headers.get(), kTypeHeader, -1, request.type.data(),
-                          static_cast<ssize_t>(request.type.size()));
+      librdkafka().rd_kafka_header_add(headers.get(), kTypeHeader, -1, request.type.data(),
+                                       static_cast<ssize_t>(request.type.size()));
     }
     Sent sent;
     const rd_kafka_resp_err_t refused =
         detail::produce(*producer_, request.topic, request.key, request.payload, headers, &sent);
     if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_sent(request, refused);
-    while (!sent.done) rd_kafka_poll(producer_.get(), kPollMs);
+    while (!sent.done) librdkafka().rd_kafka_poll(producer_.get(), kPollMs);
     if (sent.error != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_sent(request, sent.error);
   }
 
   DeliveryError not_sent(const Request& request, rd_kafka_resp_err_t code) const {
     return DeliveryError(request.topic, 0, static_cast<int>(code),
                          "factum kafka: the request to topic '" + request.topic +
-                             "' was not delivered: " + rd_kafka_err2str(code));
+                             "' was not delivered: " + librdkafka().rd_kafka_err2str(code));
   }
 
   KafkaError reply_error(rd_kafka_resp_err_t code, const std::string& what) const {
     return KafkaError(options_.reply_topic, static_cast<int>(code),
                       "factum kafka: requester " + what + " of reply topic '" +
-                          options_.reply_topic + "': " + rd_kafka_err2str(code));
+                          options_.reply_topic + "': " + librdkafka().rd_kafka_err2str(code));
   }
 
   const RequesterOptions options_;

@@ -12,18 +12,18 @@ constexpr std::chrono::milliseconds kRetryPause{50};
 TxnResult result_of(rd_kafka_error_t* error) {
   TxnResult out;
   if (error == nullptr) return out;
-  out.code = static_cast<int>(rd_kafka_error_code(error));
-  out.message = rd_kafka_error_string(error);
-  if (rd_kafka_error_is_fatal(error)) {
+  out.code = static_cast<int>(librdkafka().rd_kafka_error_code(error));
+  out.message = librdkafka().rd_kafka_error_string(error);
+  if (librdkafka().rd_kafka_error_is_fatal(error)) {
     out.kind = TxnResult::Kind::kFatal;
-  } else if (rd_kafka_error_txn_requires_abort(error)) {
+  } else if (librdkafka().rd_kafka_error_txn_requires_abort(error)) {
     out.kind = TxnResult::Kind::kAbortable;
-  } else if (rd_kafka_error_is_retriable(error)) {
+  } else if (librdkafka().rd_kafka_error_is_retriable(error)) {
     out.kind = TxnResult::Kind::kRetriable;
   } else {
     out.kind = TxnResult::Kind::kFatal;  // a state error: the producer cannot go on safely
   }
-  rd_kafka_error_destroy(error);
+  librdkafka().rd_kafka_error_destroy(error);
   return out;
 }
 
@@ -32,11 +32,11 @@ int milliseconds(std::chrono::milliseconds d) { return static_cast<int>(d.count(
 }  // namespace
 
 TxnResult init_transactions(rd_kafka_t& producer, std::chrono::milliseconds timeout) {
-  return result_of(rd_kafka_init_transactions(&producer, milliseconds(timeout)));
+  return result_of(librdkafka().rd_kafka_init_transactions(&producer, milliseconds(timeout)));
 }
 
 TxnResult begin_transaction(rd_kafka_t& producer) {
-  return result_of(rd_kafka_begin_transaction(&producer));
+  return result_of(librdkafka().rd_kafka_begin_transaction(&producer));
 }
 
 TxnResult commit_transaction(rd_kafka_t& producer, std::chrono::milliseconds timeout) {
@@ -45,7 +45,7 @@ TxnResult commit_transaction(rd_kafka_t& producer, std::chrono::milliseconds tim
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    TxnResult result = result_of(rd_kafka_commit_transaction(
+    TxnResult result = result_of(librdkafka().rd_kafka_commit_transaction(
         &producer, milliseconds(std::max(left, std::chrono::milliseconds(1)))));
     if (result.kind != TxnResult::Kind::kRetriable || Clock::now() >= deadline) return result;
     std::this_thread::sleep_for(kRetryPause);
@@ -53,7 +53,7 @@ TxnResult commit_transaction(rd_kafka_t& producer, std::chrono::milliseconds tim
 }
 
 TxnResult abort_transaction(rd_kafka_t& producer, std::chrono::milliseconds timeout) {
-  return result_of(rd_kafka_abort_transaction(&producer, milliseconds(timeout)));
+  return result_of(librdkafka().rd_kafka_abort_transaction(&producer, milliseconds(timeout)));
 }
 
 }  // namespace factum::kafka::detail

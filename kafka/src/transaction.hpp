@@ -2,7 +2,7 @@
 // what the relay does next: go on, abort the transaction, try again, or give the producer up.
 #pragma once
 
-#include <librdkafka/rdkafka.h>
+#include "factum/kafka/librdkafka.hpp"
 
 #include <chrono>
 #include <string>

@@ -3,9 +3,8 @@
 // with the Kafka bridge; kafka_missing.cpp stands in for it otherwise.
 #include "orders/kafka_outbox.hpp"
 
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <factum/kafka/headers.hpp>
+#include <factum/kafka/librdkafka.hpp>
 #include <factum/kafka/relay.hpp>
 
 #include <array>
@@ -29,25 +28,25 @@ constexpr int kMockBrokers = 3;
 constexpr int kMockPartitions = 4;
 
 struct KafkaDeleter {
-  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+  void operator()(rd_kafka_t* rk) const { factum::kafka::librdkafka().rd_kafka_destroy(rk); }
 };
 using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
 
 // A client of `type` with `properties`; throws Error naming what librdkafka refused.
 KafkaHandle new_client(rd_kafka_type_t type,
                        const std::vector<std::pair<std::string, std::string>>& properties) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_t* conf = factum::kafka::librdkafka().rd_kafka_conf_new();
   std::array<char, 512> error{};
   for (const auto& [name, value] : properties) {
-    if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), error.data(), error.size()) !=
-        RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
+    if (factum::kafka::librdkafka().rd_kafka_conf_set(
+            conf, name.c_str(), value.c_str(), error.data(), error.size()) != RD_KAFKA_CONF_OK) {
+      factum::kafka::librdkafka().rd_kafka_conf_destroy(conf);
       throw Error("kafka: " + name + ": " + error.data());
     }
   }
-  rd_kafka_t* rk = rd_kafka_new(type, conf, error.data(), error.size());
+  rd_kafka_t* rk = factum::kafka::librdkafka().rd_kafka_new(type, conf, error.data(), error.size());
   if (rk == nullptr) {
-    rd_kafka_conf_destroy(conf);
+    factum::kafka::librdkafka().rd_kafka_conf_destroy(conf);
     throw Error(std::string("kafka: cannot create a client: ") + error.data());
   }
   return KafkaHandle(rk);
@@ -57,17 +56,19 @@ KafkaHandle new_client(rd_kafka_type_t type,
 class MockCluster {
  public:
   MockCluster() : client_(new_client(RD_KAFKA_PRODUCER, {{"log_level", kQuietLogLevel}})) {
-    cluster_ = rd_kafka_mock_cluster_new(client_.get(), kMockBrokers);
+    cluster_ = factum::kafka::librdkafka().rd_kafka_mock_cluster_new(client_.get(), kMockBrokers);
     if (cluster_ == nullptr) throw Error("kafka: cannot start librdkafka's mock cluster");
   }
-  ~MockCluster() { rd_kafka_mock_cluster_destroy(cluster_); }
+  ~MockCluster() { factum::kafka::librdkafka().rd_kafka_mock_cluster_destroy(cluster_); }
   MockCluster(const MockCluster&) = delete;
   MockCluster& operator=(const MockCluster&) = delete;
 
-  std::string bootstrap_servers() const { return rd_kafka_mock_cluster_bootstraps(cluster_); }
+  std::string bootstrap_servers() const {
+    return factum::kafka::librdkafka().rd_kafka_mock_cluster_bootstraps(cluster_);
+  }
   void create_topic(const std::string& topic, int partitions) {
-    if (rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1) !=
-        RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (factum::kafka::librdkafka().rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions,
+                                                               1) != RD_KAFKA_RESP_ERR_NO_ERROR) {
       throw Error("kafka: cannot create the topic " + topic + " on the mock cluster");
     }
   }
@@ -88,10 +89,13 @@ struct ReadRecord {
 
 std::string header(const rd_kafka_message_t& message, const char* name) {
   rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(&message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return "";
+  if (factum::kafka::librdkafka().rd_kafka_message_headers(&message, &headers) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR)
+    return "";
   const void* value = nullptr;
   std::size_t size = 0;
-  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (factum::kafka::librdkafka().rd_kafka_header_get_last(headers, name, &value, &size) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
     return "";
   }
   return std::string(static_cast<const char*>(value), size);
@@ -103,8 +107,8 @@ std::int64_t records_in(rd_kafka_t* rk, const std::string& topic, int partitions
   for (int p = 0; p < partitions; ++p) {
     std::int64_t low = 0;
     std::int64_t high = 0;
-    if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, 10000) !=
-        RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (factum::kafka::librdkafka().rd_kafka_query_watermark_offsets(
+            rk, topic.c_str(), p, &low, &high, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
       throw Error("kafka: cannot read the offsets of " + topic + " partition " + std::to_string(p));
     }
     total += high - low;
@@ -120,20 +124,22 @@ std::vector<ReadRecord> read_topic(const std::string& brokers, const std::string
                                                   {"group.id", "factum-orders-demo"},
                                                   {"enable.auto.commit", "false"},
                                                   {"log_level", kQuietLogLevel}});
-  rd_kafka_poll_set_consumer(rk.get());
+  factum::kafka::librdkafka().rd_kafka_poll_set_consumer(rk.get());
   const std::int64_t expected = records_in(rk.get(), topic, partitions);
-  rd_kafka_topic_partition_list_t* assignment = rd_kafka_topic_partition_list_new(partitions);
+  rd_kafka_topic_partition_list_t* assignment =
+      factum::kafka::librdkafka().rd_kafka_topic_partition_list_new(partitions);
   for (int p = 0; p < partitions; ++p) {
-    rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset =
-        RD_KAFKA_OFFSET_BEGINNING;
+    factum::kafka::librdkafka()
+        .rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)
+        ->offset = RD_KAFKA_OFFSET_BEGINNING;
   }
-  rd_kafka_assign(rk.get(), assignment);
-  rd_kafka_topic_partition_list_destroy(assignment);
+  factum::kafka::librdkafka().rd_kafka_assign(rk.get(), assignment);
+  factum::kafka::librdkafka().rd_kafka_topic_partition_list_destroy(assignment);
   std::vector<ReadRecord> out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (static_cast<std::int64_t>(out.size()) < expected &&
          std::chrono::steady_clock::now() < deadline) {
-    rd_kafka_message_t* message = rd_kafka_consumer_poll(rk.get(), 100);
+    rd_kafka_message_t* message = factum::kafka::librdkafka().rd_kafka_consumer_poll(rk.get(), 100);
     if (message == nullptr) continue;
     if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       out.push_back({message->partition,
@@ -142,9 +148,9 @@ std::vector<ReadRecord> read_topic(const std::string& brokers, const std::string
                      header(*message, factum::kafka::kEventIdHeader),
                      header(*message, factum::kafka::kTypeHeader)});
     }
-    rd_kafka_message_destroy(message);
+    factum::kafka::librdkafka().rd_kafka_message_destroy(message);
   }
-  rd_kafka_consumer_close(rk.get());
+  factum::kafka::librdkafka().rd_kafka_consumer_close(rk.get());
   return out;
 }
 

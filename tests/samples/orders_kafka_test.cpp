@@ -176,6 +176,32 @@ TEST_CASE("outbox --kafka with the broker unreachable: one line, exit 1, nothing
   CHECK(f.checkpoint() == before.size());
 }
 
+// factum-orders does not link librdkafka: factum::kafka loads it on first use
+// (factum/kafka/librdkafka.hpp). Without it the Kafka channel is refused with one line that names
+// the library, the store is left as it was, and the rest of the program works.
+TEST_CASE("without librdkafka, the Kafka channel is one line, exit 1, and nothing is lost") {
+  Folder f;
+  f.ok("demo --orders 5");
+  const std::vector<factum::RecordedEvent> before = f.events();
+  const std::string missing = f.dir.file("no-such-librdkafka.so.1").string();
+  const auto without = [&](const std::string& args) {
+    return factum::test::run_shell(
+        "FACTUM_LIBRDKAFKA='" + missing + "' '" FACTUM_ORDERS_BIN "' " + args, f.dir.path());
+  };
+  check_error(without("outbox --kafka 127.0.0.1:9 --timeout 1"),
+              "cannot load librdkafka ('" + missing + "')");
+  const std::vector<factum::RecordedEvent> after = f.events();
+  REQUIRE(after.size() == before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i].id == before[i].id);
+  CHECK(f.checkpoint() == 0);
+  const ProgramRun mock = without("demo --orders 3 --fresh --kafka-mock");
+  INFO(mock.err);
+  CHECK(mock.code == 1);
+  CHECK(mock.err.find('\n') == mock.err.size() - 1);
+  CHECK(contains(mock.err, "cannot load librdkafka"));
+  CHECK(without("outbox --limit 0").code == 0);  // the outbox without --kafka needs no Kafka
+}
+
 TEST_CASE("the Kafka options: usage errors exit 2, bad values one line with exit 1") {
   Folder f;
   f.ok("demo --orders 3");

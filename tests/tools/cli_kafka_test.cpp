@@ -283,6 +283,34 @@ TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1"
   CHECK(contains(r.err, "no.such.property"));
 }
 
+// librdkafka is loaded when the bridge is first used (factum/kafka/librdkafka.hpp): without it,
+// relay and ingest are refused with one line that names the library, the store is left as it
+// was, and every other command works.
+TEST_CASE("without librdkafka, relay and ingest are one-line refusals and the rest works") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  const std::string before = run_cli({"export", s.file(), "-q"}).out;
+  REQUIRE_FALSE(before.empty());
+  CliOptions no_rdkafka;
+  const std::string missing = s.dir.file("no-such-librdkafka.so.1").string();
+  no_rdkafka.env = {"FACTUM_LIBRDKAFKA=" + missing};
+  const CliResult relay = run_cli(relay_args(s, cluster, {"--once"}), no_rdkafka);
+  CHECK(relay.code == 1);
+  CHECK(one_line_error(relay));
+  CHECK(contains(relay.err, "cannot load librdkafka ('" + missing + "')"));
+  const CliResult ingest = run_cli(ingest_args(s.file(), cluster, {"--once"}), no_rdkafka);
+  CHECK(ingest.code == 1);
+  CHECK(one_line_error(ingest));
+  CHECK(contains(ingest.err, "cannot load librdkafka"));
+  const CliResult verify = run_cli({"verify", s.file()}, no_rdkafka);
+  INFO(verify.err);
+  CHECK(verify.code == 0);
+  CHECK(run_cli({"export", s.file(), "-q"}).out == before);
+  // With librdkafka found again, the same relay publishes.
+  CHECK(run_cli(relay_args(s, cluster, {"--once"})).code == 0);
+}
+
 TEST_CASE("after a SIGKILL mid-way, relay --once resumes from the checkpoint: none lost") {
   constexpr int kEvents = 6000;
   constexpr int kPartitions = 3;
