@@ -224,6 +224,8 @@ void ProjectionRunner::setup() {
   });
   publish(d);
   follower_.restart(checkpoint);
+  // A rebuild resumed or begun here goes on from its checkpoint (0 when begun).
+  rebuild_follower_.restart(rebuild_start_position_);
 }
 
 // Creates the next generation's empty tables and a rebuild checkpoint at 0.
@@ -326,13 +328,18 @@ void ProjectionRunner::report(std::exception_ptr error) {
 // One round of the state machine: requests first, then a batch of each target.
 bool ProjectionRunner::step() {
   if (reload_) {
-    // After an error a follower may hold a half-read range: both start afresh, from the
-    // checkpoints as a read connection sees them (a store target's batch checks its checkpoint
-    // again inside the write lock).
-    follower_.restart(read_checkpoint(store_, name_));
-    rebuild_follower_.restart(options_.target == ProjectionTarget::external
-                                  ? 0
-                                  : read_checkpoint(store_, rebuild_checkpoint_name(name_)));
+    // After an error a follower may hold a half-read range: both start afresh. An external
+    // target's from its checkpoint. A store target's where they stood, with no read: its batch
+    // checks where it began against the checkpoint inside the write lock and reads again from
+    // there when they differ. So the first storage call of a retry is its batch's read, which
+    // (as its write) gets a second try before the back-off: one failed call costs no pause.
+    if (options_.target == ProjectionTarget::external) {
+      follower_.restart(read_checkpoint(store_, name_));
+      rebuild_follower_.restart(0);
+    } else {
+      follower_.restart(follower_.position());
+      rebuild_follower_.restart(rebuild_follower_.position());
+    }
     reload_ = false;
   }
   take_restart();
@@ -429,7 +436,16 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   }
   const Position begin = follower.position();
   batch_.clear();
-  const bool at_end = follower.next(batch_, options_.batch_size);
+  bool at_end = false;
+  try {
+    at_end = follower.next(batch_, options_.batch_size);
+  } catch (const StorageError&) {
+    // As a failed write transaction is run once more before the back-off, a failed read is
+    // read once more, afresh (a storage error throws again from here).
+    batch_.clear();
+    follower.restart(begin);
+    at_end = follower.next(batch_, options_.batch_size);
+  }
   Position read_end = follower.position();
   if (!rebuild && at_end && batch_.empty() && read_end == begin) {
     // Nothing after the checkpoint: an idle running projection has nothing to record either,
