@@ -1,31 +1,25 @@
 #include "libpq.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <string>
 
+#include "factum/detail/shared_library.hpp"
 #include "factum/eventstore/errors.hpp"
 
 namespace factum::detail {
 namespace {
 
 LibPq load() {
-  const char* configured = std::getenv("FACTUM_LIBPQ");
-  const std::string file = configured != nullptr && *configured != '\0' ? configured : "libpq.so.5";
-  // Never unloaded: the functions stay valid for the life of the program.
-  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const std::string file = library_file("FACTUM_LIBPQ", "libpq.so.5");
+  std::string why;
+  void* handle = open_library(file, why);
   if (handle == nullptr) {
-    const char* why = ::dlerror();
     throw StorageError(StorageError::Kind::other,
-                       "factum: the PostgreSQL backend cannot load libpq ('" + file +
-                           "'): " + (why != nullptr ? why : "unknown error") +
+                       "factum: the PostgreSQL backend cannot load libpq ('" + file + "'): " + why +
                            "; install it (Debian: libpq5) or set FACTUM_LIBPQ to its path");
   }
   LibPq lib;
 #define FACTUM_LIBPQ_LOAD(name)                                                                 \
-  lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));                       \
-  if (lib.name == nullptr) {                                                                    \
+  if (!find_function(handle, #name, lib.name)) {                                                \
     throw StorageError(StorageError::Kind::other, "factum: the PostgreSQL backend needs " #name \
                                                   " from libpq, which '" +                      \
                                                       file + "' lacks (libpq 14 or newer)");    \
