@@ -9,7 +9,7 @@ namespace factum::detail {
 namespace {
 
 LibPq load() {
-  const std::string file = library_file("FACTUM_LIBPQ", "libpq.so.5");
+  const std::string file = library_file("FACTUM_LIBPQ", FACTUM_LIBPQ_DEFAULT);
   std::string why;
   void* handle = open_library(file, why);
   if (handle == nullptr) {

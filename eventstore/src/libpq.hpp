@@ -56,9 +56,10 @@ struct LibPq {
 };
 
 // libpq's functions, from the library named by the environment variable FACTUM_LIBPQ (a file
-// name or path) or else libpq.so.5, loaded on the first call. Throws StorageError (Kind::other)
-// naming the library when it cannot be loaded or lacks one of the functions; a later call
-// tries again.
+// name or path) or else the one the build found (libpq.so.5 when it lies in a directory the
+// system's loader searches, its full path otherwise), loaded on the first call. Throws StorageError
+// (Kind::other) naming the library when it cannot be loaded or lacks one of the functions; a later
+// call tries again.
 const LibPq& libpq();
 
 }  // namespace factum::detail

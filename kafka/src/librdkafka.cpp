@@ -9,7 +9,7 @@ namespace factum::kafka {
 namespace {
 
 LibRdKafka load() {
-  const std::string file = detail::library_file("FACTUM_LIBRDKAFKA", "librdkafka.so.1");
+  const std::string file = detail::library_file("FACTUM_LIBRDKAFKA", FACTUM_LIBRDKAFKA_DEFAULT);
   std::string why;
   void* handle = detail::open_library(file, why);
   if (handle == nullptr) {

@@ -332,7 +332,8 @@ bool ProjectionRunner::step() {
     // target's from its checkpoint. A store target's where they stood, with no read: its batch
     // checks where it began against the checkpoint inside the write lock and reads again from
     // there when they differ. So the first storage call of a retry is its batch's read, which
-    // (as its write) gets a second try before the back-off: one failed call costs no pause.
+    // (as its write) gets a second try before the back-off: a read or write that fails once costs
+    // no pause (a failed wake-up poll still does).
     if (options_.target == ProjectionTarget::external) {
       follower_.restart(read_checkpoint(store_, name_));
       rebuild_follower_.restart(0);

@@ -83,7 +83,9 @@ struct LibRdKafka {
 };
 
 // librdkafka's functions, from the library named by the environment variable FACTUM_LIBRDKAFKA
-// (a file name or a path) or else librdkafka.so.1, loaded on the first call and never unloaded.
+// (a file name or a path) or else the one factum was built against (librdkafka.so.1 when it lies
+// in a directory the system's loader searches, its full path otherwise), loaded on the first call
+// and never unloaded.
 // Throws KafkaError (subject "librdkafka") naming the library when it cannot be loaded or lacks
 // one of the functions (librdkafka 1.9 or newer has them all); a later call tries again.
 const LibRdKafka& librdkafka();
