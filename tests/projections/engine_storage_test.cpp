@@ -47,6 +47,10 @@ void finishes_within(const std::function<void()>& fn, std::chrono::milliseconds 
 
 // What EngineOptions::on_error was called with.
 struct Errors {
+  // Engine options whose on_error records here (this object must outlive the engine).
+  EngineOptions engine_options() {
+    return {.on_error = [this](std::string_view name, std::exception_ptr e) { record(name, e); }};
+  }
   void record(std::string_view projection, std::exception_ptr error) {
     std::lock_guard lock(mu);
     names.emplace_back(projection);
@@ -71,9 +75,7 @@ TEST_CASE("a second of failing storage does not end the process: the projection 
   TempStore t;
   append_numbers(t.store, 20);
   Errors errors;
-  ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
-                            errors.record(name, e);
-                          }});
+  ProjectionEngine engine(t.store, errors.engine_options());
   auto fold = std::make_shared<Fold>();
   engine.add(fold, {.batch_size = 4, .poll_interval = std::chrono::milliseconds(10)});
   REQUIRE(engine.wait_for("fold", 20, kWait));
@@ -123,9 +125,7 @@ TEST_CASE("while the storage fails the projection is retrying, and stop() return
   TempStore t;
   append_numbers(t.store, 5);
   Errors errors;
-  ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
-                            errors.record(name, e);
-                          }});
+  ProjectionEngine engine(t.store, errors.engine_options());
   engine.add(std::make_shared<Fold>(), {.poll_interval = std::chrono::milliseconds(10)});
   REQUIRE(engine.wait_for("fold", 5, kWait));
   faults.fail_locks(1, FaultInjection::kForever);
@@ -148,9 +148,7 @@ TEST_CASE("while another connection holds the write lock, status() shows retryin
   TempStore t(options);
   append_numbers(t.store, 10);
   Errors errors;
-  ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
-                            errors.record(name, e);
-                          }});
+  ProjectionEngine engine(t.store, errors.engine_options());
   engine.add(std::make_shared<Fold>());
   REQUIRE(engine.wait_for("fold", 10, kWait));
   engine.stop();
@@ -188,9 +186,7 @@ TEST_CASE("a rebuild of a new version survives storage failures, exactly once") 
       REQUIRE(engine.wait_for("fold", 100, kWait));
     }
     Errors errors;
-    ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
-                              errors.record(name, e);
-                            }});
+    ProjectionEngine engine(t.store, errors.engine_options());
     faults.fail_locks(skip + 1, 4);
     try {
       engine.add(std::make_shared<Fold>(Fold::Options{.version = 2, .weight = 10}),
@@ -214,9 +210,7 @@ TEST_CASE("storage failures in the middle of catching up neither lose nor repeat
     TempStore t;
     append_numbers(t.store, 120);
     Errors errors;
-    ProjectionEngine engine(t.store, {.on_error = [&](std::string_view name, std::exception_ptr e) {
-                              errors.record(name, e);
-                            }});
+    ProjectionEngine engine(t.store, errors.engine_options());
     auto fold = std::make_shared<Fold>();
     faults.fail_locks(skip + 1, 4);
     try {
