@@ -45,6 +45,10 @@ int run_command(const Action& action) {
   } catch (const CorruptEventError& e) {
     print_error(std::string(e.what()) + " (run factum verify)");
     return kDamaged;
+  } catch (const CorruptStoreError& e) {
+    // A hole in the log (the checked walk of every read): a damaged log, as verify says.
+    print_error(e.what());
+    return kDamaged;
   } catch (const StorageError& e) {
     // A damaged file (SQLite: corrupt, malformed, a factum table missing) is a damaged log.
     print_error(e.what());

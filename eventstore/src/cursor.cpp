@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "storage.hpp"
+#include "walk_check.hpp"
 
 namespace factum::detail {
 namespace {
@@ -10,15 +11,29 @@ namespace {
 class PagedCursor final : public EventCursor {
  public:
   PagedCursor(std::shared_ptr<Storage> storage, PageQuery query, std::size_t page_size)
-      : storage_(std::move(storage)), query_(std::move(query)), page_size_(page_size) {}
+      : storage_(std::move(storage)),
+        query_(std::move(query)),
+        page_size_(page_size),
+        check_(query_) {}
 
+  // Each page is checked whole before the caller sees any of it (walk_check.hpp).
   void next_page(std::vector<RecordedEvent>& page) override {
     if (done_) {
       page.clear();
       return;
     }
     storage_->read_page(query_, page_size_, page);
-    if (page.size() < page_size_) done_ = true;
+    try {
+      for (const RecordedEvent& e : page) check_.row(e.position, e.stream_id, e.stream_version);
+      if (page.size() < page_size_) {
+        done_ = true;
+        check_.end(*storage_);
+      }
+    } catch (...) {
+      page.clear();
+      done_ = true;
+      throw;
+    }
     if (page.empty()) return;
     const RecordedEvent& last = page.back();
     if (!advance(query_, last.position, last.stream_version, last.hash)) done_ = true;
@@ -28,6 +43,7 @@ class PagedCursor final : public EventCursor {
   std::shared_ptr<Storage> storage_;
   PageQuery query_;
   std::size_t page_size_;
+  WalkCheck check_;
   bool done_ = false;
 };
 
@@ -61,11 +77,22 @@ std::int64_t query_lower_bound(const PageQuery& query) noexcept {
 std::uint64_t visit_pages(Storage& storage, PageQuery query, std::size_t page_size,
                           const ViewVisitor& visit) {
   page_size = std::max<std::size_t>(1, page_size);
+  // Each event is checked before `visit` sees it (walk_check.hpp).
+  WalkCheck check(query);
+  auto check_then_visit = [&](const EventView& e) {
+    check.row(e.position, e.stream_id, e.stream_version);
+    return visit(e);
+  };
+  const ViewVisitor checked(check_then_visit);
   std::uint64_t visited = 0;
   for (;;) {
-    const PageEnd end = storage.visit_page(query, page_size, visit);
+    const PageEnd end = storage.visit_page(query, page_size, checked);
     visited += end.rows;
-    if (end.stopped || end.rows < page_size) return visited;
+    if (end.stopped) return visited;
+    if (end.rows < page_size) {
+      check.end(storage);
+      return visited;
+    }
     if (!advance(query, end.last_position, end.last_version, end.last_hash)) return visited;
   }
 }

@@ -22,6 +22,13 @@ CorruptEventError::CorruptEventError(std::uint64_t position, const std::string& 
     : Error("factum: event at position " + std::to_string(position) + " is corrupt: " + detail),
       position_(position) {}
 
+CorruptStoreError::CorruptStoreError(std::uint64_t position, std::string stream,
+                                     std::uint64_t stream_version, const std::string& detail)
+    : Error("factum: the log is damaged: " + detail),
+      position_(position),
+      stream_(std::move(stream)),
+      stream_version_(stream_version) {}
+
 UnknownEventTypeError::UnknownEventTypeError(std::string type, const std::string& detail)
     : Error("factum: unknown event type '" + type + "'" + (detail.empty() ? "" : ": " + detail)),
       type_(std::move(type)) {}

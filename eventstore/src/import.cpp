@@ -17,6 +17,11 @@
 namespace factum {
 namespace {
 
+// The times a store holds: the years 1 to 9999 of ISO 8601, in microseconds since 1970
+// (docs/storage-format.md). Every reader prints them; no append makes others.
+constexpr std::int64_t kEarliestRecordedAtUs = -62135596800000000;  // 0001-01-01T00:00:00Z
+constexpr std::int64_t kLatestRecordedAtUs = 253402300799999999;    // 9999-12-31T23:59:59.999999Z
+
 std::string at(const RecordedEvent& e) { return "position " + std::to_string(e.position); }
 
 SqlValue id_value(const EventId& id) {
@@ -42,6 +47,13 @@ void validate(const RecordedEvent& e, const StoreOptions& options) {
   d.type = e.type;
   d.metadata.compensates = e.metadata.compensates;
   detail::validate_batch(e.stream_id, {&d, 1}, options);
+  const std::int64_t us = e.recorded_at.time_since_epoch().count();
+  if (us < kEarliestRecordedAtUs || us > kLatestRecordedAtUs) {
+    throw InvalidArgument("factum: the event at " + at(e) + " was recorded at " +
+                          std::to_string(us) +
+                          " microseconds since 1970, outside the times a store holds "
+                          "(0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z)");
+  }
   if (e.payload.size() > options.max_payload_size) {
     throw InvalidArgument("factum: the event at " + at(e) + " has a payload of " +
                           std::to_string(e.payload.size()) + " bytes; the limit is " +

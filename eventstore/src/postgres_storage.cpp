@@ -1996,6 +1996,18 @@ class PostgresStorage final : public Storage {
     return head_of(position, r.bytes(0, 1));
   }
 
+  LogEnd log_end() override {
+    auto c = readers_.acquire();
+    // One statement, one snapshot: the head row the writer keeps and the last stored event.
+    PgResult r = Params().run(*c,
+                              "SELECT coalesce((SELECT position FROM factum_store WHERE id = 1), "
+                              "0), coalesce((SELECT max(position) FROM events), 0)",
+                              "reading where the log ends");
+    if (r.rows() == 0) return {};
+    return {static_cast<Position>(std::max<std::int64_t>(r.int64_or(0, 0, 0), 0)),
+            static_cast<Position>(std::max<std::int64_t>(r.int64_or(0, 1, 0), 0))};
+  }
+
   std::optional<RecordedEvent> read_event(const EventId& id) override {
     auto c = readers_.acquire();
     PgResult r = Params().id(id).run(

@@ -53,8 +53,9 @@ std::string all_page_select() {
 
 }  // namespace
 
-ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options)
-    : db(path, reader_flags(options), static_cast<int>(options.busy_timeout.count())),
+ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOptions& options,
+                               bool immutable)
+    : db(path, reader_flags(options), static_cast<int>(options.busy_timeout.count()), immutable),
       // LEFT JOIN: an event whose stream row is missing is reported as damaged, not skipped.
       all_page(db, all_page_select().c_str()),
       stream_forward(db,
@@ -89,14 +90,17 @@ ReadConnection::ReadConnection(const std::filesystem::path& path, const StoreOpt
       // saves a B-tree search per event (bench/verify_bench.cpp).
       verify_page(db, verify_select().c_str()),
       sequence(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
+      log_end(db,
+              "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0), "
+              "coalesce((SELECT max(position) FROM events), 0)"),
       event_rows(db, "SELECT count(*), min(position), max(position) FROM events"),
       empty_streams(db,
                     "SELECT stream_id FROM streams s WHERE NOT EXISTS "
                     "(SELECT 1 FROM events e WHERE e.stream_key = s.stream_key) LIMIT 1"),
       cache(db) {}
 
-ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options)
-    : path_(std::move(path)), options_(std::move(options)) {}
+ReaderPool::ReaderPool(std::filesystem::path path, StoreOptions options, bool immutable)
+    : path_(std::move(path)), options_(std::move(options)), immutable_(immutable) {}
 
 ReaderPool::Lease ReaderPool::acquire() {
   {
@@ -107,7 +111,7 @@ ReaderPool::Lease ReaderPool::acquire() {
       return Lease(*this, std::move(conn));
     }
   }
-  auto conn = std::make_unique<ReadConnection>(path_, options_);
+  auto conn = std::make_unique<ReadConnection>(path_, options_, immutable_);
   configure_connection(conn->db, options_, /*reader=*/true);
   return Lease(*this, std::move(conn));
 }

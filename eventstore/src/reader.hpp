@@ -17,7 +17,8 @@
 namespace factum::detail {
 
 struct ReadConnection {
-  ReadConnection(const std::filesystem::path& path, const StoreOptions& options);
+  // `immutable`: see Database.
+  ReadConnection(const std::filesystem::path& path, const StoreOptions& options, bool immutable);
   Database db;
   Statement all_page;
   Statement stream_forward;
@@ -30,6 +31,7 @@ struct ReadConnection {
   Statement compensations;
   Statement verify_page;    // kEventColumns plus the stream's category
   Statement sequence;       // AUTOINCREMENT's record of the highest position ever written
+  Statement log_end;        // that record and the highest stored position, in one statement
   Statement event_rows;     // count, min and max position of the events table
   Statement empty_streams;  // a stream row that no event refers to
   StatementCache cache;     // statements of read_sql callers
@@ -39,7 +41,7 @@ struct ReadConnection {
 // Thread-safety: acquire() may be called from any thread.
 class ReaderPool {
  public:
-  ReaderPool(std::filesystem::path path, StoreOptions options);
+  ReaderPool(std::filesystem::path path, StoreOptions options, bool immutable);
 
   class Lease {
    public:
@@ -62,6 +64,7 @@ class ReaderPool {
   void release(std::unique_ptr<ReadConnection> conn) noexcept;
   std::filesystem::path path_;
   StoreOptions options_;
+  bool immutable_;
   std::mutex mu_;
   std::vector<std::unique_ptr<ReadConnection>> idle_;
 };

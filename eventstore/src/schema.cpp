@@ -142,6 +142,8 @@ std::string journal_mode(Database& db) {
   return s.step("reading the journal mode") ? std::string(s.column_text(0)) : std::string();
 }
 
+}  // namespace
+
 // Switches the file to WAL mode (persistent). SQLite may refuse the switch with SQLITE_BUSY
 // without calling the busy handler while another connection opens the file, so retry until
 // the busy timeout runs out.
@@ -166,37 +168,28 @@ void ensure_wal(Database& db, std::chrono::milliseconds timeout) {
   }
 }
 
-void create_schema(Database& db, const StoreOptions& options) {
-  ensure_wal(db, options.busy_timeout);
-  Transaction tx(db, Transaction::Mode::immediate);
-  // Another process may have created the store meanwhile.
-  if (check_header(db, read_header(db))) return;
+namespace {
+
+// Creates the schema in an empty file, inside the caller's write transaction.
+void create_schema(Database& db) {
   db.exec(kSchema, "creating the schema");
   db.exec(kInsertGuards, "creating the schema");
   db.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(),
           "creating the schema");
   db.exec(("PRAGMA user_version=" + std::to_string(kFormatVersion)).c_str(), "creating the schema");
-  tx.commit();
 }
 
-// Format 1 to 2: adds the insert guards, in one transaction with the new format number.
-void upgrade(Database& db, const StoreOptions& options) {
-  ensure_wal(db, options.busy_timeout);
-  Transaction tx(db, Transaction::Mode::immediate);
-  if (read_header(db).format != 1) return;  // another process upgraded it meanwhile
+// Format 1 to 2: adds the insert guards, inside the caller's write transaction, with the new
+// format number.
+void upgrade(Database& db) {
   db.exec(kInsertGuards, "upgrading the store to format 2");
   db.exec("PRAGMA user_version=2", "upgrading the store to format 2");
-  tx.commit();
 }
 
-}  // namespace
-
-void prepare_schema(Database& db, const StoreOptions& options) {
-  // Wait for other processes (creating the store, say) instead of failing at once.
-  sqlite3_busy_timeout(db.get(), static_cast<int>(options.busy_timeout.count()));
-  Header h;
+// The header, or the error a file that cannot be read as a store deserves.
+Header checked_header(Database& db) {
   try {
-    h = read_header(db);
+    return read_header(db);
   } catch (const StorageError& e) {
     // A SQLite file SQLite cannot read (truncated, overwritten) is damaged; anything else that
     // is not SQLite is not a store.
@@ -210,16 +203,37 @@ void prepare_schema(Database& db, const StoreOptions& options) {
     }
     throw;
   }
-  if (check_header(db, h)) {
-    if ((h.log_tables & 1) == 0) damaged(db, "its table 'events' is missing");
-    if ((h.log_tables & 2) == 0) damaged(db, "its table 'streams' is missing");
-    if (!options.read_only && h.format < kFormatVersion) upgrade(db, options);
-    if (!options.read_only) ensure_wal(db, options.busy_timeout);
-    return;
-  }
-  if (options.read_only) not_a_store(db, "the file is empty and the store is opened read-only");
-  create_schema(db, options);
 }
+
+}  // namespace
+
+SchemaState check_schema(Database& db, const StoreOptions& options) {
+  // Wait for other processes (creating the store, say) instead of failing at once.
+  sqlite3_busy_timeout(db.get(), static_cast<int>(options.busy_timeout.count()));
+  const Header h = checked_header(db);
+  if (!check_header(db, h)) {
+    if (options.read_only) not_a_store(db, "the file is empty and the store is opened read-only");
+    return SchemaState::absent;
+  }
+  if ((h.log_tables & 1) == 0) damaged(db, "its table 'events' is missing");
+  if ((h.log_tables & 2) == 0) damaged(db, "its table 'streams' is missing");
+  return h.format < kFormatVersion ? SchemaState::older : SchemaState::current;
+}
+
+bool complete_schema(Database& db) {
+  const Header h = checked_header(db);
+  if (!check_header(db, h)) {
+    create_schema(db);
+    return true;
+  }
+  if ((h.log_tables & 1) == 0) damaged(db, "its table 'events' is missing");
+  if ((h.log_tables & 2) == 0) damaged(db, "its table 'streams' is missing");
+  if (h.format >= kFormatVersion) return false;
+  upgrade(db);
+  return true;
+}
+
+bool in_wal_mode(Database& db) { return journal_mode(db) == "wal"; }
 
 void configure_connection(Database& db, const StoreOptions& options, bool reader) {
   sqlite3_busy_timeout(db.get(), static_cast<int>(options.busy_timeout.count()));

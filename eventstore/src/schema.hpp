@@ -2,6 +2,7 @@
 // store of a format this code reads. See docs/storage-format.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -16,9 +17,29 @@ inline constexpr std::int32_t kApplicationId = 0x4643544d;
 // format 1 plus the triggers that guard inserts; a writable open upgrades a format-1 file.
 inline constexpr std::int32_t kFormatVersion = 2;
 
-// Makes `db` ready: creates the schema in a new, empty file (unless read-only), or checks an
-// existing one. Throws StorageError (not_a_store, newer_format) and changes nothing then.
-void prepare_schema(Database& db, const StoreOptions& options);
+// What check_schema found in a file.
+enum class SchemaState {
+  absent,   // an empty file (or none yet): a new store, made by its first successful write
+  older,    // a store of an older format: upgraded by its first successful write
+  current,  // a store of this format
+};
+
+// Checks what the file holds, writing nothing: a store this code reads, or an empty file (not
+// for a read-only store, which must exist). Throws StorageError: not_a_store, newer_format,
+// corrupt (a damaged file, or a table of the log missing).
+SchemaState check_schema(Database& db, const StoreOptions& options);
+
+// Inside a write transaction on `db`: creates the schema in an empty file, or upgrades an older
+// format, so that the transaction's writes find it. Rolled back with the transaction: a schema
+// is made or upgraded only by a write that commits. Returns true when it changed the schema.
+// Throws StorageError as check_schema does.
+bool complete_schema(Database& db);
+
+// Switches the file to WAL mode (persistent), retrying while another connection holds it, up to
+// `timeout`. Outside any transaction. Throws StorageError (busy, io).
+void ensure_wal(Database& db, std::chrono::milliseconds timeout);
+// True when the file is in WAL mode.
+bool in_wal_mode(Database& db);
 
 // Per-connection settings: busy timeout, synchronous, size limit, query_only for readers.
 void configure_connection(Database& db, const StoreOptions& options, bool reader);

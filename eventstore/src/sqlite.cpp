@@ -1,5 +1,6 @@
 #include "sqlite.hpp"
 
+#include <cctype>
 #include <string>
 
 namespace factum::detail {
@@ -9,6 +10,7 @@ StorageError::Kind kind_of(int rc) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+    case SQLITE_PROTOCOL:  // a WAL lock still contended after SQLite's own retries
       return StorageError::Kind::busy;
     case SQLITE_READONLY:
       return StorageError::Kind::read_only;
@@ -63,9 +65,36 @@ void throw_sqlite(int rc, std::string_view detail, std::string_view doing,
   throw StorageError(kind, message);
 }
 
-Database::Database(const std::filesystem::path& path, int flags, int busy_timeout_ms)
+namespace {
+
+// `path` as a URI filename with immutable=1 (https://sqlite.org/uri.html): the absolute path,
+// every byte but the unreserved ones and '/' percent-encoded.
+std::string immutable_uri(const std::filesystem::path& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (const char c : std::filesystem::absolute(path).string()) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      uri += c;
+    } else {
+      uri += '%';
+      uri += kHex[u >> 4];
+      uri += kHex[u & 0xf];
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+}  // namespace
+
+Database::Database(const std::filesystem::path& path, int flags, int busy_timeout_ms,
+                   bool immutable)
     : file_(path.string()) {
-  const int rc = sqlite3_open_v2(file_.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  const std::string name = immutable ? immutable_uri(path) : file_;
+  if (immutable)
+    flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY |
+            SQLITE_OPEN_URI;
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);

@@ -29,8 +29,11 @@ namespace factum::detail {
 
 class Database {
  public:
-  // Opens the file; `busy_timeout_ms` (when > 0) is set before anything reads the file.
-  Database(const std::filesystem::path& path, int flags, int busy_timeout_ms = 0);
+  // Opens the file; `busy_timeout_ms` (when > 0) is set before anything reads the file. With
+  // `immutable`, SQLite reads the file as one that nothing changes (no locks, no -shm, no -wal:
+  // for a read-only copy in a directory no one can write, see SqliteStorage).
+  Database(const std::filesystem::path& path, int flags, int busy_timeout_ms = 0,
+           bool immutable = false);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

@@ -60,6 +60,12 @@ struct PageEnd {
   Hash last_hash{};
 };
 
+// Where the log ends, as the store records it (read in one snapshot).
+struct LogEnd {
+  Position written = 0;  // the highest position the store has handed out
+  Position stored = 0;   // the highest position of a stored event (0: none)
+};
+
 // Moves `query` past a page whose last event is (position, version, hash); false when the
 // read is over (a backward stream read past version 1).
 bool advance(PageQuery& query, Position position, StreamVersion version, const Hash& hash);
@@ -90,6 +96,9 @@ class Storage {
                              const ViewVisitor& visit) = 0;
   virtual StreamVersion stream_version(std::string_view stream) = 0;
   virtual Head head() = 0;
+  // The high-water mark of the log's positions and its last stored position, in one snapshot:
+  // `stored` < `written` when events were removed from the log's end. Throws StorageError.
+  virtual LogEnd log_end() = 0;
   virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
   virtual std::vector<RecordedEvent> compensations_of(const EventId& id) = 0;
   virtual VerifyResult verify(const Hash* expected_head,
@@ -117,11 +126,13 @@ std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
                                       const StoreOptions& options);
 
 // Visits every event matching `query`, a page at a time (each in its own read transaction),
-// until the end or until `visit` returns false. Returns how many events it was handed.
+// until the end or until `visit` returns false, checking each event before `visit` sees it and
+// the log's end when it gets there (walk_check.hpp). Returns how many events it was handed.
+// Throws CorruptStoreError at a hole, and what the pages and `visit` throw.
 std::uint64_t visit_pages(Storage& storage, PageQuery query, std::size_t page_size,
                           const ViewVisitor& visit);
 
-// A cursor for EventRange that pages through `storage`.
+// A cursor for EventRange that pages through `storage`, checking each page as visit_pages does.
 std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<Storage> storage, PageQuery query,
                                          std::size_t page_size);
 

@@ -8,6 +8,7 @@
 
 #include "rows.hpp"
 #include "schema.hpp"
+#include "walk_check.hpp"
 
 namespace factum::detail {
 namespace {
@@ -21,10 +22,11 @@ std::int64_t now_us() {
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-Database& prepared(Database& db, const StoreOptions& options) {
-  prepare_schema(db, options);
+// What the file holds (nothing is written), with the connection configured.
+SchemaState checked(Database& db, const StoreOptions& options) {
+  const SchemaState state = check_schema(db, options);
   configure_connection(db, options, /*reader=*/false);
-  return db;
+  return state;
 }
 
 void bind_optional_id(Statement& s, int index, const std::optional<EventId>& id) {
@@ -64,30 +66,36 @@ bool same_content(const Statement& s, const EventData& want) {
 
 }  // namespace
 
+Writer::Queries::Queries(Database& db)
+    : find_stream(db, "SELECT stream_key FROM streams WHERE stream_id = ?1"),
+      insert_stream(db, "INSERT INTO streams (stream_id, category) VALUES (?1, ?2)"),
+      last_version(db,
+                   "SELECT stream_version FROM events WHERE stream_key = ?1 "
+                   "ORDER BY stream_version DESC LIMIT 1"),
+      by_id(db,
+            "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
+            "LEFT JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = ?1"),
+      ids_from(db,
+               "SELECT event_id, position, type, schema_version, payload, correlation_id, "
+               "causation_id, compensates, actor, extra FROM events WHERE stream_key = ?1 "
+               "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
+      tail(db, kHeadSql),
+      log_range(db, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = "
+                                  "e.stream_key WHERE e.position >= ?1 AND e.position < ?2 "
+                                  "ORDER BY e.position LIMIT ?3")
+                        .c_str()),
+      insert_event(db,
+                   "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+                   "schema_version, payload, correlation_id, causation_id, compensates, actor, "
+                   "extra, recorded_at, hash) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)") {}
+
 Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
     : db_(path, writer_flags(options), static_cast<int>(options.busy_timeout.count())),
-      find_stream_(prepared(db_, options), "SELECT stream_key FROM streams WHERE stream_id = ?1"),
-      insert_stream_(db_, "INSERT INTO streams (stream_id, category) VALUES (?1, ?2)"),
-      last_version_(db_,
-                    "SELECT stream_version FROM events WHERE stream_key = ?1 "
-                    "ORDER BY stream_version DESC LIMIT 1"),
-      by_id_(db_,
-             "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
-             "LEFT JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = ?1"),
-      ids_from_(db_,
-                "SELECT event_id, position, type, schema_version, payload, correlation_id, "
-                "causation_id, compensates, actor, extra FROM events WHERE stream_key = ?1 "
-                "AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"),
-      tail_(db_, kHeadSql),
-      log_range_(db_, select_events("FROM events e LEFT JOIN streams s ON s.stream_key = "
-                                    "e.stream_key WHERE e.position >= ?1 AND e.position < ?2 "
-                                    "ORDER BY e.position LIMIT ?3")
-                          .c_str()),
-      insert_event_(db_,
-                    "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
-                    "schema_version, payload, correlation_id, causation_id, compensates, actor, "
-                    "extra, recorded_at, hash) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
+      options_(options),
+      schema_(checked(db_, options)),
+      wal_(schema_ != SchemaState::absent && in_wal_mode(db_)),
+      q_(schema_ == SchemaState::absent ? nullptr : std::make_unique<Queries>(db_)),
       begin_(db_, "BEGIN IMMEDIATE"),
       commit_(db_, "COMMIT"),
       savepoint_(db_, "SAVEPOINT factum_append"),
@@ -96,6 +104,38 @@ Writer::Writer(const std::filesystem::path& path, const StoreOptions& options)
       seal_(db_, ("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str()),
       cache_(db_),
       group_commit_(options.max_group_size) {}
+
+// Called right after BEGIN IMMEDIATE: a new file gets its schema, an older format its upgrade,
+// inside this transaction (another process may have done either meanwhile: then nothing).
+void Writer::complete_schema() {
+  if (schema_ == SchemaState::current) return;
+  schema_changed_ = detail::complete_schema(db_);
+  if (!q_) q_ = std::make_unique<Queries>(db_);
+  if (!schema_changed_) schema_ = SchemaState::current;
+}
+
+void Writer::schema_committed() noexcept {
+  if (schema_changed_) schema_ = SchemaState::current;
+  schema_changed_ = false;
+  if (wal_ || schema_ != SchemaState::current) return;
+  // A new file was made in rollback-journal mode, so that a first write that fails leaves it as
+  // it was; from its first commit on, it is in WAL mode. If another connection holds the file
+  // now, the next write tries again.
+  try {
+    ensure_wal(db_, options_.busy_timeout);
+    // A first read in WAL mode opens the WAL index now, while this process holds the file.
+    db_.query_int("PRAGMA user_version", "opening the write-ahead log");
+    wal_ = true;
+  } catch (...) {
+    wal_ = false;
+  }
+}
+
+void Writer::schema_rolled_back() noexcept { schema_changed_ = false; }
+
+std::int64_t Writer::schema_cookie() {
+  return db_.query_int("PRAGMA schema_version", "reading the schema's version");
+}
 
 std::vector<AppendResult> Writer::write(std::span<const AppendView> appends, AppendSink& sink,
                                         const AppendHook* hook) {
@@ -126,16 +166,33 @@ void Writer::enqueue(Pending& self) {
 // busy_timeout for other processes), rolled back when left without commit().
 class Writer::Transaction {
  public:
-  explicit Transaction(Writer& w) : w_(w) { w_.run(w_.begin_, "taking the write lock"); }
+  explicit Transaction(Writer& w) : w_(w) {
+    w_.run(w_.begin_, "taking the write lock");
+    try {
+      w_.complete_schema();
+    } catch (...) {
+      w_.rollback();
+      w_.schema_rolled_back();
+      throw;
+    }
+  }
   ~Transaction() {
-    if (!done_) w_.rollback();
+    if (done_) return;
+    w_.rollback();
+    w_.schema_rolled_back();
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   // COMMIT; on failure the transaction is rolled back, the WAL sealed, and the error thrown.
   void commit(std::string_view doing) {
     done_ = true;
-    w_.commit(doing);
+    try {
+      w_.commit(doing);
+    } catch (...) {
+      w_.schema_rolled_back();
+      throw;
+    }
+    w_.schema_committed();
   }
 
  private:
@@ -180,12 +237,23 @@ class Writer::Savepoint {
   bool open_;
 };
 
+// A write_sql. When this transaction made or upgraded the schema and fn wrote nothing (no row
+// changed, no table or index made), it rolls back: a new file stays empty and an older format
+// stays as it was, since only a write makes a store or upgrades one.
 void Writer::run_custom(Pending& p) noexcept {
   remembered_.forget();  // fn's SQL runs on this connection: read the log again after it
   try {
     Transaction tx(*this);
-    SqlHandle sql(cache_);
-    (*p.custom)(sql);
+    const auto changes = sqlite3_total_changes64(db_.get());
+    const std::int64_t cookie = schema_changed_ ? schema_cookie() : 0;
+    {
+      SqlHandle sql(cache_);
+      (*p.custom)(sql);
+    }
+    if (schema_changed_ && sqlite3_total_changes64(db_.get()) == changes &&
+        schema_cookie() == cookie) {
+      return;  // tx rolls back
+    }
     tx.commit("committing");
   } catch (...) {
     p.error = std::current_exception();
@@ -323,6 +391,7 @@ void Writer::commit(std::string_view doing) {
 // too, the outcome stays unknown until the caller retries the same batch (idempotent);
 // docs/eventstore.md says so.
 void Writer::seal_wal() noexcept {
+  if (!wal_) return;  // a rollback journal leaves no frames behind
   try {
     run(begin_, "sealing the log after a failed commit");
     run(seal_, "sealing the log after a failed commit");
@@ -390,12 +459,19 @@ void Writer::run_hook(Pending& p, std::vector<RecordedEvent>& events) {
 std::vector<RecordedEvent> Writer::read_log(Position from, Position before, std::size_t limit) {
   std::vector<RecordedEvent> out;
   if (from >= before || limit == 0) return out;
-  StatementScope scope(log_range_);
-  log_range_.bind(1, static_cast<std::int64_t>(from));
-  log_range_.bind(2, static_cast<std::int64_t>(before));
-  log_range_.bind(3, static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
-  while (log_range_.step("reading the log inside an append"))
-    read_row(log_range_, out.emplace_back());
+  StatementScope scope(q_->log_range);
+  q_->log_range.bind(1, static_cast<std::int64_t>(from));
+  q_->log_range.bind(2, static_cast<std::int64_t>(before));
+  q_->log_range.bind(3, static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
+  while (q_->log_range.step("reading the log inside an append"))
+    read_row(q_->log_range, out.emplace_back());
+  // The checked walk's rule (walk_check.hpp): every position from `from` on, without a hole.
+  WalkCheck check(PageQuery{PageQuery::Kind::all, {}, from});
+  for (const RecordedEvent& e : out) check.row(e.position, e.stream_id, e.stream_version);
+  const Position last = out.empty() ? from - 1 : out.back().position;
+  if (out.size() < limit && last + 1 < before) {
+    check.row(before, {}, 0);  // throws: positions last + 1 to before - 1 are missing
+  }
   return out;
 }
 
@@ -481,30 +557,30 @@ std::optional<unsigned> Writer::data_version() {
 }
 
 Writer::Tail Writer::read_tail() {
-  const Head head = read_head(tail_);
+  const Head head = read_head(q_->tail);
   return {head.position, head.hash};
 }
 
 std::optional<std::int64_t> Writer::find_stream(std::string_view stream) {
-  StatementScope scope(find_stream_);
-  find_stream_.bind(1, stream);
-  if (!find_stream_.step("looking up a stream")) return std::nullopt;
-  return find_stream_.column_int(0);
+  StatementScope scope(q_->find_stream);
+  q_->find_stream.bind(1, stream);
+  if (!q_->find_stream.step("looking up a stream")) return std::nullopt;
+  return q_->find_stream.column_int(0);
 }
 
 StreamVersion Writer::last_version(std::int64_t stream_key) {
-  StatementScope scope(last_version_);
-  last_version_.bind(1, stream_key);
-  return last_version_.step("reading a stream's version")
-             ? static_cast<StreamVersion>(last_version_.column_int(0))
+  StatementScope scope(q_->last_version);
+  q_->last_version.bind(1, stream_key);
+  return q_->last_version.step("reading a stream's version")
+             ? static_cast<StreamVersion>(q_->last_version.column_int(0))
              : 0;
 }
 
 std::int64_t Writer::insert_stream(std::string_view stream) {
-  StatementScope scope(insert_stream_);
-  insert_stream_.bind(1, stream);
-  insert_stream_.bind(2, category_of(stream));
-  insert_stream_.step("creating a stream");
+  StatementScope scope(q_->insert_stream);
+  q_->insert_stream.bind(1, stream);
+  q_->insert_stream.bind(2, category_of(stream));
+  q_->insert_stream.step("creating a stream");
   return sqlite3_last_insert_rowid(db_.get());
 }
 
@@ -516,35 +592,35 @@ std::optional<AppendResult> Writer::find_retry(const AppendView& a,
   Position first_position = 0;
   StreamVersion first_version = 0;
   {
-    StatementScope scope(by_id_);
-    by_id_.bind_blob(1, first.id.bytes().data(), first.id.bytes().size());
-    if (!by_id_.step("looking up an event id")) return std::nullopt;
-    if (!key || by_id_.column_int(1) != *key) {
+    StatementScope scope(q_->by_id);
+    q_->by_id.bind_blob(1, first.id.bytes().data(), first.id.bytes().size());
+    if (!q_->by_id.step("looking up an event id")) return std::nullopt;
+    if (!key || q_->by_id.column_int(1) != *key) {
       throw DuplicateEventError(
           first.id.to_string(), std::string(a.stream),
-          "is stored already in stream '" + std::string(by_id_.column_text(3)) + "'");
+          "is stored already in stream '" + std::string(q_->by_id.column_text(3)) + "'");
     }
-    first_position = static_cast<Position>(by_id_.column_int(0));
-    first_version = static_cast<StreamVersion>(by_id_.column_int(2));
+    first_position = static_cast<Position>(q_->by_id.column_int(0));
+    first_version = static_cast<StreamVersion>(q_->by_id.column_int(2));
   }
-  StatementScope scope(ids_from_);
-  ids_from_.bind(1, *key);
-  ids_from_.bind(2, static_cast<std::int64_t>(first_version));
-  ids_from_.bind(3, static_cast<std::int64_t>(a.events.size()));
+  StatementScope scope(q_->ids_from);
+  q_->ids_from.bind(1, *key);
+  q_->ids_from.bind(2, static_cast<std::int64_t>(first_version));
+  q_->ids_from.bind(3, static_cast<std::int64_t>(a.events.size()));
   AppendResult result{first_version, first_position, first_position};
   std::size_t matched = 0;
-  while (matched < a.events.size() && ids_from_.step("checking a retried batch")) {
-    const auto id = ids_from_.column_blob(0);
+  while (matched < a.events.size() && q_->ids_from.step("checking a retried batch")) {
+    const auto id = q_->ids_from.column_blob(0);
     const EventData& want = a.events[matched];
     if (!same_bytes(id, want.id.bytes())) break;
-    if (!same_content(ids_from_, want)) {
+    if (!same_content(q_->ids_from, want)) {
       throw DuplicateEventError(want.id.to_string(), std::string(a.stream),
                                 "is stored already with other content (type, schema version, "
                                 "payload or metadata differ): a retry must repeat the same "
                                 "events, and a new event needs a new id");
     }
     result.stream_version = first_version + matched;
-    result.last_position = static_cast<Position>(ids_from_.column_int(1));
+    result.last_position = static_cast<Position>(q_->ids_from.column_int(1));
     ++matched;
   }
   if (matched != a.events.size()) {
@@ -558,10 +634,10 @@ std::optional<AppendResult> Writer::find_retry(const AppendView& a,
 // True when `e` compensates nothing, or an event of the stream with key `key`.
 bool Writer::compensates_in_stream(const EventData& e, std::int64_t key) {
   if (!e.metadata.compensates) return true;
-  StatementScope scope(by_id_);
+  StatementScope scope(q_->by_id);
   const auto& target = e.metadata.compensates->bytes();
-  by_id_.bind_blob(1, target.data(), target.size());
-  return by_id_.step("looking up a compensated event") && by_id_.column_int(1) == key;
+  q_->by_id.bind_blob(1, target.data(), target.size());
+  return q_->by_id.step("looking up a compensated event") && q_->by_id.column_int(1) == key;
 }
 
 void Writer::throw_bad_compensation(const EventData& e, std::string_view stream) {
@@ -572,8 +648,8 @@ void Writer::throw_bad_compensation(const EventData& e, std::string_view stream)
 
 bool Writer::insert_event(std::int64_t key, const EventFields& f, const Hash& hash) {
   const Metadata& m = *f.metadata;
-  StatementScope scope(insert_event_);
-  Statement& s = insert_event_;
+  StatementScope scope(q_->insert_event);
+  Statement& s = q_->insert_event;
   s.bind(1, static_cast<std::int64_t>(f.position));
   s.bind(2, key);
   s.bind(3, static_cast<std::int64_t>(f.stream_version));
@@ -618,16 +694,16 @@ void Writer::refused(const EventFields& f) {
 }
 
 bool Writer::is_stored(const EventId& id) {
-  StatementScope scope(by_id_);
-  by_id_.bind_blob(1, id.bytes().data(), id.bytes().size());
-  return by_id_.step("looking up an event id");
+  StatementScope scope(q_->by_id);
+  q_->by_id.bind_blob(1, id.bytes().data(), id.bytes().size());
+  return q_->by_id.step("looking up an event id");
 }
 
 void Writer::throw_duplicate(const EventId& id, std::string_view stream) {
-  StatementScope scope(by_id_);
-  by_id_.bind_blob(1, id.bytes().data(), id.bytes().size());
-  const std::string where = by_id_.step("looking up an event id")
-                                ? " in stream '" + std::string(by_id_.column_text(3)) + "'"
+  StatementScope scope(q_->by_id);
+  q_->by_id.bind_blob(1, id.bytes().data(), id.bytes().size());
+  const std::string where = q_->by_id.step("looking up an event id")
+                                ? " in stream '" + std::string(q_->by_id.column_text(3)) + "'"
                                 : "";
   throw DuplicateEventError(id.to_string(), std::string(stream), "is stored already" + where);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,7 @@
 #include "factum/eventstore/event_store.hpp"
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
+#include "schema.hpp"
 #include "sql_handle.hpp"
 #include "sqlite.hpp"
 #include "storage.hpp"
@@ -35,6 +37,10 @@ class Writer {
   // that writes; a hook that throws fails that append.
   std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
                                   const AppendHook* hook);
+
+  // True when the file held the store's schema when last seen (false for a new, empty file whose
+  // first write has not committed yet).
+  bool has_schema() const noexcept { return schema_ != SchemaState::absent; }
 
   // Runs `fn` alone in one write transaction, in turn with the appends. Rethrows what fn
   // throws (after rolling back) or a StorageError.
@@ -121,15 +127,34 @@ class Writer {
   void rollback() noexcept;
   void run(Statement& s, std::string_view doing);
 
+  // The statements on the log's tables, prepared once those exist (the first write transaction
+  // of a new file creates them, see complete_schema()).
+  struct Queries {
+    explicit Queries(Database& db);
+    Statement find_stream;
+    Statement insert_stream;
+    Statement last_version;
+    Statement by_id;
+    Statement ids_from;
+    Statement tail;
+    Statement log_range;
+    Statement insert_event;
+  };
+
+  // The schema's part in a write transaction: made or upgraded inside the transaction when the
+  // file needs it (see schema.hpp), kept only if the transaction commits; after a commit, the
+  // switch of a new file to WAL mode.
+  void complete_schema();
+  void schema_committed() noexcept;
+  void schema_rolled_back() noexcept;
+  std::int64_t schema_cookie();  // PRAGMA schema_version: changes with every CREATE or DROP
+
   Database db_;
-  Statement find_stream_;
-  Statement insert_stream_;
-  Statement last_version_;
-  Statement by_id_;
-  Statement ids_from_;
-  Statement tail_;
-  Statement log_range_;
-  Statement insert_event_;
+  StoreOptions options_;
+  SchemaState schema_;           // what the file held when last seen committed
+  bool schema_changed_ = false;  // this transaction made or upgraded it
+  bool wal_ = false;             // the file is in WAL mode
+  std::unique_ptr<Queries> q_;
   // Transaction control, prepared once (sqlite3_exec would parse it on every commit).
   Statement begin_;
   Statement commit_;

@@ -26,9 +26,9 @@ bool table_exists(Sql& sql) { return sql.object_type("factum_checkpoints") == "t
 
 }  // namespace
 
-CheckpointStore::CheckpointStore(EventStore& store) : store_(&store) {
-  if (!store.options().read_only) store.write_sql([](Sql& sql) { create_table(sql); });
-}
+// Nothing is written here: the table is made by the first save (in its transaction), so that
+// making a CheckpointStore never changes the store's file.
+CheckpointStore::CheckpointStore(EventStore& store) : store_(&store) {}
 
 void CheckpointStore::create_table(Sql& sql) { sql.execute(table_ddl(sql, kCreate)); }
 

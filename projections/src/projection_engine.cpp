@@ -39,7 +39,8 @@ struct ProjectionEngine::Impl {
 
 ProjectionEngine::ProjectionEngine(EventStore& store, EngineOptions options)
     : store_(store), options_(std::move(options)), impl_(std::make_shared<Impl>()) {
-  store_.write_sql([](Sql& sql) { detail::create_meta_tables(sql); });
+  // Nothing is written here: each projection's setup makes the engine's tables in its own
+  // transaction (ProjectionRunner::setup), so an engine that adds none leaves the file as it was.
   // Inline projections run inside every append of this process. The slot holds the runners
   // it calls (the engine's lock is taken briefly, never while waiting for the writer).
   impl_->hook = store_.on_appending().connect([impl = impl_](AppendTransaction& tx) {

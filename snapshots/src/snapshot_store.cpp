@@ -26,14 +26,15 @@ Bytes bytes_of(const Hash& h) {
 
 }  // namespace
 
-SnapshotStore::SnapshotStore(EventStore& store) : store_(store) {
-  if (!store_.options().read_only) {
-    store_.write_sql([](Sql& sql) { sql.execute(table_ddl(sql, kCreate)); });
-    table_exists_ = true;
-    return;
-  }
-  store_.read_sql(
-      [&](Sql& sql) { table_exists_ = sql.object_type("factum_snapshots") == "table"; });
+// Nothing is written here: the table is made by the first save, in its transaction, so that
+// making a SnapshotStore (loading an aggregate, say) never changes the store's file.
+SnapshotStore::SnapshotStore(EventStore& store) : store_(store) {}
+
+bool SnapshotStore::table_there(Sql& sql) const {
+  if (table_known_.load(std::memory_order_acquire)) return true;
+  if (sql.object_type("factum_snapshots") != "table") return false;
+  table_known_.store(true, std::memory_order_release);
+  return true;
 }
 
 void SnapshotStore::save(Snapshot s) {
@@ -46,6 +47,7 @@ void SnapshotStore::save(Snapshot s) {
       s.stream_id, as_int(s.version),  std::int64_t{s.schema_version},
       s.state,     bytes_of(s.digest), std::int64_t{s.taken_at.time_since_epoch().count()}};
   store_.write_sql([&](Sql& sql) {
+    if (!table_there(sql)) sql.execute(table_ddl(sql, kCreate));
     sql.execute(
         "INSERT INTO factum_snapshots "
         "(stream_id, version, schema_version, state, digest, taken_at) "
@@ -59,9 +61,10 @@ void SnapshotStore::save(Snapshot s) {
 std::vector<Snapshot> SnapshotStore::newest(std::string_view stream, StreamVersion max_version,
                                             std::size_t limit) const {
   std::vector<Snapshot> out;
-  if (!table_exists_ || limit == 0) return out;
+  if (limit == 0) return out;
   const std::vector<SqlValue> params{std::string(stream), as_int(max_version), as_int(limit)};
   store_.read_sql([&](Sql& sql) {
+    if (!table_there(sql)) return;
     sql.query(
         "SELECT version, schema_version, state, digest, taken_at FROM factum_snapshots "
         "WHERE stream_id = ?1 AND version <= ?2 ORDER BY version DESC LIMIT ?3",
@@ -83,42 +86,38 @@ std::vector<Snapshot> SnapshotStore::newest(std::string_view stream, StreamVersi
   return out;
 }
 
-std::size_t SnapshotStore::prune(std::string_view stream, std::size_t keep_last) {
-  if (!table_exists_) return 0;
+// Runs `sql_text` with `params` in a write transaction when the table is there; the rows deleted.
+std::size_t SnapshotStore::delete_where(const char* sql_text, std::vector<SqlValue> params) {
+  // Without the table there is nothing to delete, and no write (a read-only store allows none).
+  bool there = table_known_.load(std::memory_order_acquire);
+  if (!there) store_.read_sql([&](Sql& sql) { there = table_there(sql); });
+  if (!there) return 0;
   std::int64_t deleted = 0;
-  if (keep_last == 0) return delete_stream(stream);
-  const std::vector<SqlValue> params{std::string(stream), as_int(keep_last - 1)};
   store_.write_sql([&](Sql& sql) {
-    deleted = sql.execute(
-        "DELETE FROM factum_snapshots WHERE stream_id = ?1 AND version < ("
-        " SELECT version FROM factum_snapshots WHERE stream_id = ?1"
-        " ORDER BY version DESC LIMIT 1 OFFSET ?2)",
-        params);
+    if (table_there(sql)) deleted = sql.execute(sql_text, params);
   });
   return static_cast<std::size_t>(deleted);
+}
+
+std::size_t SnapshotStore::prune(std::string_view stream, std::size_t keep_last) {
+  if (keep_last == 0) return delete_stream(stream);
+  return delete_where(
+      "DELETE FROM factum_snapshots WHERE stream_id = ?1 AND version < ("
+      " SELECT version FROM factum_snapshots WHERE stream_id = ?1"
+      " ORDER BY version DESC LIMIT 1 OFFSET ?2)",
+      {std::string(stream), as_int(keep_last - 1)});
 }
 
 std::size_t SnapshotStore::delete_stream(std::string_view stream) {
-  if (!table_exists_) return 0;
-  std::int64_t deleted = 0;
-  store_.write_sql([&](Sql& sql) {
-    deleted =
-        sql.execute("DELETE FROM factum_snapshots WHERE stream_id = ?1", {std::string(stream)});
-  });
-  return static_cast<std::size_t>(deleted);
+  return delete_where("DELETE FROM factum_snapshots WHERE stream_id = ?1", {std::string(stream)});
 }
 
-std::size_t SnapshotStore::delete_all() {
-  if (!table_exists_) return 0;
-  std::int64_t deleted = 0;
-  store_.write_sql([&](Sql& sql) { deleted = sql.execute("DELETE FROM factum_snapshots"); });
-  return static_cast<std::size_t>(deleted);
-}
+std::size_t SnapshotStore::delete_all() { return delete_where("DELETE FROM factum_snapshots", {}); }
 
 std::size_t SnapshotStore::count(std::string_view stream) const {
-  if (!table_exists_) return 0;
   std::int64_t n = 0;
   store_.read_sql([&](Sql& sql) {
+    if (!table_there(sql)) return;
     n = sql.query_integer("SELECT count(*) FROM factum_snapshots WHERE stream_id = ?1",
                           {std::string(stream)})
             .value_or(0);

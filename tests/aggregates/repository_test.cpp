@@ -191,3 +191,29 @@ TEST_CASE("execute under 8 racing threads loses no command") {
   CHECK(t.store.verify().ok());
   MESSAGE("conflicts retried: " << accounts.conflicts_retried());
 }
+
+TEST_CASE(
+    "loading an aggregate whose stream has a hole throws CorruptStoreError; nothing is saved") {
+  TempStore t;
+  EventRegistry registry;
+  register_events(registry);
+  Repository<Account> accounts(t.store, registry);
+  accounts.execute("1", [](Account& a) { a.open("Ann", 0); });
+  for (int i = 0; i < 3; ++i) accounts.execute("1", [](Account& a) { a.deposit(10); });
+  // Version 2 (a deposit) deleted behind the library's back: the balance would read 20.
+  t.store.write_sql([](Sql& sql) {
+    sql.execute(sql.dialect() == SqlDialect::postgres
+                    ? "DROP TRIGGER IF EXISTS events_are_immutable ON events"
+                    : "DROP TRIGGER IF EXISTS events_are_permanent");
+    sql.execute("DELETE FROM events WHERE position = 2");
+  });
+  try {
+    accounts.load("1");
+    FAIL("load did not throw");
+  } catch (const CorruptStoreError& e) {
+    CHECK(e.stream() == "account-1");
+    CHECK(e.stream_version() == 2);
+  }
+  CHECK_THROWS_AS(accounts.execute("1", [](Account& a) { a.withdraw(15); }), CorruptStoreError);
+  CHECK(t.store.head_position() == 4);
+}

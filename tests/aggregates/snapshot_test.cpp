@@ -22,10 +22,13 @@ Snapshot snapshot_at(const std::string& stream, StreamVersion version) {
   return s;
 }
 
-// Drops the snapshots' table behind the SnapshotStore's back (through the store's own SQL
-// handle: the same on either backend).
-void drop_snapshot_table(EventStore& store) {
-  store.write_sql([](Sql& sql) { sql.execute("DROP TABLE factum_snapshots"); });
+// Puts a view where the snapshots' table is (or will be) behind the SnapshotStore's back, through
+// the store's own SQL handle (the same on either backend): every snapshot read and write fails.
+void break_snapshot_table(EventStore& store) {
+  store.write_sql([](Sql& sql) {
+    sql.execute("DROP TABLE IF EXISTS factum_snapshots");
+    sql.execute("CREATE VIEW factum_snapshots AS SELECT 1 AS broken");
+  });
 }
 
 // Whether the store's database has a table named factum_snapshots.
@@ -130,7 +133,7 @@ TEST_CASE("a snapshot write that fails never fails the save, and is counted and 
   accounts.execute("1", [](Account& a) { a.open("Ann", 0); });
   CHECK(snapshots.count("account-1") == 1);
   Account a = accounts.load("1");
-  drop_snapshot_table(t.store);
+  break_snapshot_table(t.store);
   a.deposit(5);
   CHECK(accounts.save(a).stream_version == 2);
   CHECK(accounts.snapshot_failures() == 1);
@@ -155,7 +158,7 @@ TEST_CASE("a hook that throws on a failed snapshot write does not fail the save"
   };
   Repository<Account> accounts(t.store, registry, snapshots, options);
   Account a = accounts.load("1");
-  drop_snapshot_table(t.store);
+  break_snapshot_table(t.store);
   a.open("Ann", 0);
   CHECK(accounts.save(a).stream_version == 1);
   CHECK(accounts.snapshot_failures() == 1);
@@ -204,4 +207,21 @@ TEST_CASE("a SnapshotStore on a read-only store with the table reads its snapsho
   CHECK(versions(snapshots, "account-1") == std::vector<StreamVersion>{2});
   Repository<Account> accounts(store, registry, snapshots);
   CHECK(accounts.load("1").balance() == 3);
+}
+
+TEST_CASE(
+    "a SnapshotStore writes nothing until its first snapshot: loads leave the file as it was") {
+  TempStore t;
+  t.store.append("account-1", ExpectedVersion::any(), test::make_event("bank.Opened", "x"));
+  EventRegistry registry;
+  register_events(registry);
+  SnapshotStore snapshots(t.store);
+  Repository<Account> accounts(t.store, registry, snapshots);
+  CHECK(accounts.load("nobody").version() == 0);
+  CHECK(snapshots.count("account-nobody") == 0);
+  CHECK(snapshots.delete_all() == 0);
+  CHECK_FALSE(has_snapshot_table(t.store));
+  snapshots.save(snapshot_at("account-1", 1));
+  CHECK(has_snapshot_table(t.store));
+  CHECK(snapshots.count("account-1") == 1);
 }

@@ -601,6 +601,7 @@ TEST_CASE("a watcher sees an append through another EventStore object on the sam
 TEST_CASE("a watcher of a read-only store sees appends by a writer of the file") {
   TempStore t;
   EventStore& writer = t.store;
+  writer.append("s-0", ExpectedVersion::any(), make_event());  // a read-only open needs a store
   StoreOptions read_only = TempStore::fast_options();
   read_only.read_only = true;
   const EventStore reader = EventStore::open(t.path, read_only);

@@ -4,6 +4,8 @@
 // verify(VerifyOptions) with its progress reports. Built for SQLite and for PostgreSQL.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -69,6 +71,29 @@ TEST_CASE("import_events refuses an event whose hash does not match, naming its 
     FAIL("no exception");
   } catch (const CorruptEventError& e) {
     CHECK(e.position() == 4);
+  }
+  CHECK(target.store.head_position() == 0);
+}
+
+TEST_CASE("import_events refuses a recorded-at time outside the years 1 to 9999") {
+  TempStore source;
+  const std::vector<RecordedEvent> events = source_events(source);
+  TempStore target;
+  const std::int64_t outside[] = {
+      std::numeric_limits<std::int64_t>::min(), std::int64_t{-62135596800000001},
+      std::int64_t{253402300800000000}, std::numeric_limits<std::int64_t>::max()};
+  for (const std::int64_t us : outside) {
+    CAPTURE(us);
+    std::vector<RecordedEvent> odd = events;
+    odd[0].recorded_at = Timestamp(std::chrono::microseconds(us));
+    try {
+      target.store.import_events(odd);
+      FAIL("the import did not throw");
+    } catch (const InvalidArgument& e) {
+      CHECK(std::string(e.what()).find("position 1") != std::string::npos);
+      CHECK(std::string(e.what()).find("0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z") !=
+            std::string::npos);
+    }
   }
   CHECK(target.store.head_position() == 0);
 }

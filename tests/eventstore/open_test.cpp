@@ -2,8 +2,13 @@
 // stores, a full disk and a locked file. Each leaves what is stored readable and unchanged.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <thread>
 
@@ -40,11 +45,97 @@ StorageError::Kind open_error(const std::filesystem::path& p, const StoreOptions
 
 }  // namespace
 
-TEST_CASE("a new store records its format in the file header and uses WAL") {
+TEST_CASE("a new store records its format in the file header and uses WAL from its first commit") {
   TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_event());
   CHECK(raw_int(t.path, "PRAGMA application_id") == 0x4643544d);
   CHECK(raw_int(t.path, "PRAGMA user_version") == 2);
+  CHECK(raw_int(t.path, "SELECT count(*) FROM events") == 1);
+  // The journal mode is in the file header: bytes 18 and 19 are 2 in WAL mode.
+  const std::string header = slurp(t.path).substr(0, 20);
+  CHECK(header[18] == 2);
+  CHECK(header[19] == 2);
+  t.store.append("s-1", ExpectedVersion::exact(1), make_event());
   CHECK(std::filesystem::exists(t.path.string() + "-wal"));
+  CHECK(raw_int(t.path, "SELECT count(*) FROM events") == 2);
+}
+
+TEST_CASE("opening a missing file makes an empty file: the store is made by its first write") {
+  TempDir dir;
+  const auto path = dir.file("new.db");
+  auto store = EventStore::open(path, TempStore::fast_options());
+  CHECK(store.head() == Head{});
+  CHECK(store.read_all().to_vector().empty());
+  CHECK(store.read_stream("s-1").to_vector().empty());
+  CHECK(store.stream_version("s-1") == 0);
+  CHECK(store.verify().ok());
+  CHECK(std::filesystem::file_size(path) == 0);
+  store.append("s-1", ExpectedVersion::no_stream(), make_event());
+  CHECK(store.head_position() == 1);
+  CHECK(EventStore::open(path).read_stream("s-1").to_vector().size() == 1);
+}
+
+TEST_CASE("opening an empty file and reading it leaves it empty") {
+  TempDir dir;
+  const auto path = dir.file("empty.db");
+  write_file(path, "");
+  {
+    auto store = EventStore::open(path, TempStore::fast_options());
+    CHECK(store.head_position() == 0);
+    CHECK(store.read_category("s").to_vector().empty());
+    CHECK_FALSE(store.read_event(EventId::generate()).has_value());
+    std::string tables = "?";
+    store.read_sql([&](Sql& sql) { tables = sql.object_type("events"); });
+    CHECK(tables.empty());
+    auto watcher = store.watch();
+    CHECK_FALSE(watcher->changed());
+  }
+  CHECK(std::filesystem::file_size(path) == 0);
+  CHECK_FALSE(std::filesystem::exists(path.string() + "-wal"));
+  CHECK_FALSE(std::filesystem::exists(path.string() + "-journal"));
+}
+
+TEST_CASE("a refused first append leaves a new file empty") {
+  TempDir dir;
+  const auto path = dir.file("empty.db");
+  write_file(path, "");
+  auto store = EventStore::open(path, TempStore::fast_options());
+  CHECK_THROWS_AS(store.append("s-1", ExpectedVersion::exact(3), make_event()), ConcurrencyError);
+  CHECK_THROWS_AS(store.append("s-1", ExpectedVersion::stream_exists(), make_event()),
+                  ConcurrencyError);
+  CHECK(std::filesystem::file_size(path) == 0);
+  CHECK_FALSE(std::filesystem::exists(path.string() + "-wal"));
+  CHECK(store.append("s-1", ExpectedVersion::no_stream(), make_event()).last_position == 1);
+  CHECK(store.verify().ok());
+}
+
+TEST_CASE("a write_sql that writes nothing leaves a new file empty; one that writes makes it") {
+  TempDir dir;
+  const auto path = dir.file("empty.db");
+  write_file(path, "");
+  auto store = EventStore::open(path, TempStore::fast_options());
+  store.write_sql([](Sql& sql) { CHECK(sql.object_type("events") == "table"); });
+  CHECK_THROWS_AS(store.write_sql([](Sql& sql) {
+    sql.execute("CREATE TABLE notes (text TEXT)");
+    throw InvalidArgument("refused");
+  }),
+                  InvalidArgument);
+  CHECK(std::filesystem::file_size(path) == 0);
+  store.write_sql([](Sql& sql) { sql.execute("CREATE TABLE notes (text TEXT)"); });
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('notes', 'events')") == 2);
+  CHECK(raw_int(path, "PRAGMA user_version") == 2);
+}
+
+TEST_CASE("a watcher of a store whose schema is not made yet sees its first commit") {
+  TempDir dir;
+  const auto path = dir.file("new.db");
+  auto store = EventStore::open(path, TempStore::fast_options());
+  auto watcher = store.watch();
+  CHECK_FALSE(watcher->changed());
+  EventStore::open(path, TempStore::fast_options())
+      .append("s-1", ExpectedVersion::any(), make_event());
+  CHECK(watcher->changed());
+  CHECK(store.head_position() == 1);
 }
 
 TEST_CASE("events survive closing and reopening the store") {
@@ -256,31 +347,53 @@ TEST_CASE("many connections creating one new store at once all succeed") {
   }
 }
 
-TEST_CASE("a writable open upgrades a format-1 store: its inserts are guarded from then on") {
-  TempDir dir;
-  const auto path = dir.file("old.db");
+namespace {
+
+// A store of format 1: the same tables and chain, without the insert guards.
+void make_format_1(const std::filesystem::path& path) {
   {
     auto store = EventStore::open(path, TempStore::fast_options());
     store.append("s-1", ExpectedVersion::any(), make_event());
   }
-  // What format 1 was: the same tables and chain, without the insert guards.
   raw_exec(path,
            "DROP TRIGGER events_are_appended; DROP TRIGGER streams_are_added; "
            "DROP TRIGGER stream_keys_are_positive; "
            "PRAGMA user_version = 1");
+}
+
+}  // namespace
+
+TEST_CASE("the first write that commits upgrades a format-1 store, not opening it") {
+  TempDir dir;
+  const auto path = dir.file("old.db");
+  make_format_1(path);
   {
     StoreOptions read_only = TempStore::fast_options();
     read_only.read_only = true;
     auto reader = EventStore::open(path, read_only);  // a read-only open reads format 1 as it is
     CHECK(reader.head_position() == 1);
-    CHECK(raw_int(path, "PRAGMA user_version") == 1);
   }
   auto store = EventStore::open(path, TempStore::fast_options());
+  CHECK(store.head_position() == 1);
+  CHECK(raw_int(path, "PRAGMA user_version") == 1);  // opening and reading changed nothing
+  CHECK(store.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
   CHECK(raw_int(path, "PRAGMA user_version") == 2);
   CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'") == 7);
   CHECK_THROWS(raw_exec(path, "REPLACE INTO events SELECT * FROM events WHERE position = 1"));
-  CHECK(store.append("s-1", ExpectedVersion::exact(1), make_event()).last_position == 2);
   CHECK(store.verify().ok());
+}
+
+TEST_CASE("a refused write leaves a format-1 store at format 1, every byte as it was") {
+  TempDir dir;
+  const auto path = dir.file("old.db");
+  make_format_1(path);
+  const std::string before = slurp(path);
+  auto store = EventStore::open(path, TempStore::fast_options());
+  CHECK_THROWS_AS(store.append("s-1", ExpectedVersion::no_stream(), make_event()),
+                  ConcurrencyError);
+  store.write_sql([](Sql& sql) { CHECK(sql.object_type("events") == "table"); });
+  CHECK(raw_int(path, "PRAGMA user_version") == 1);
+  CHECK(slurp(path) == before);
 }
 
 TEST_CASE("checkpoint_pages sets how long the write-ahead log grows before a checkpoint") {
@@ -307,4 +420,104 @@ TEST_CASE("checkpoint_pages sets how long the write-ahead log grows before a che
   MESSAGE("-wal pages: checkpoint_pages 20: ", small, ", default: ", standard);
   CHECK(small < 60);
   CHECK(standard > 1200);  // more than SQLite's own 1000 pages
+}
+
+namespace {
+
+// Runs `fn` in a forked child that cannot write the directories made read-only below: as the
+// user nobody when the tests run as root (root writes anywhere), else as the test's own user.
+// The child's exit status: 0 when fn returned true, 1 when false, 2 when it threw (its message on
+// stderr).
+int in_unprivileged_child(const std::function<bool()>& fn) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    try {
+      _exit(fn() ? 0 : 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      _exit(2);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `dir` and what it holds, readable by everyone and writable by no one.
+void make_read_only(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    fs::permissions(entry.path(),
+                    fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  }
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+}
+
+void make_writable(const std::filesystem::path& dir) {
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+}
+
+}  // namespace
+
+TEST_CASE("a store in a read-only directory is read, verified and exported read-only") {
+  // An auditor's copy on read-only media: no -wal or -shm beside it, and none can be made.
+  TempDir dir;
+  const auto copy = dir.path() / "ro";
+  std::filesystem::create_directory(copy);
+  std::filesystem::permissions(
+      dir.path(), std::filesystem::perms::owner_all | std::filesystem::perms::others_exec);
+  const auto path = copy / "audit.db";
+  Head head;
+  {
+    auto store = EventStore::open(path, TempStore::fast_options());
+    store.append("s-1", ExpectedVersion::any(), make_events(5));
+    head = store.head();
+  }  // closing checkpoints the log into the file and removes -wal and -shm
+  REQUIRE_FALSE(std::filesystem::exists(path.string() + "-wal"));
+  make_read_only(copy);
+  const int status = in_unprivileged_child([&] {
+    StoreOptions o;
+    o.read_only = true;
+    auto store = EventStore::open(path, o);
+    return store.verify(head.hash).ok() && store.read_all().to_vector().size() == 5 &&
+           store.head() == head && store.read_stream("s-1").to_vector().size() == 5;
+  });
+  make_writable(copy);
+  CHECK(status == 0);
+  CHECK_FALSE(std::filesystem::exists(path.string() + "-shm"));
+}
+
+TEST_CASE("a read-only directory whose store has commits in its -wal only is refused, saying why") {
+  TempDir dir;
+  const auto copy = dir.path() / "ro";
+  std::filesystem::create_directory(copy);
+  std::filesystem::permissions(
+      dir.path(), std::filesystem::perms::owner_all | std::filesystem::perms::others_exec);
+  const auto path = dir.file("live.db");
+  auto live = EventStore::open(path, TempStore::fast_options());
+  live.append("s-1", ExpectedVersion::any(), make_events(3));  // makes the file, then WAL mode
+  live.append("s-1", ExpectedVersion::any(), make_events(3));  // into the -wal
+  // A copy taken while the store is open: its last commits are in the -wal; no -shm copied.
+  std::filesystem::copy_file(path, copy / "live.db");
+  std::filesystem::copy_file(path.string() + "-wal", (copy / "live.db-wal").string());
+  REQUIRE(std::filesystem::file_size(copy / "live.db-wal") > 0);
+  make_read_only(copy);
+  const int status = in_unprivileged_child([&] {
+    StoreOptions o;
+    o.read_only = true;
+    try {
+      EventStore::open(copy / "live.db", o).head_position();
+    } catch (const StorageError& e) {
+      const std::string what = e.what();
+      return e.kind() == StorageError::Kind::read_only &&
+             what.find("-wal' holds commits not yet in the file") != std::string::npos;
+    }
+    return false;
+  });
+  make_writable(copy);
+  CHECK(status == 0);
 }

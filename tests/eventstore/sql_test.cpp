@@ -75,6 +75,7 @@ TEST_CASE("read_sql refuses writes") {
 
 TEST_CASE("write_sql on a read-only store throws StorageError read_only") {
   TempStore t;
+  t.store.append("s-1", ExpectedVersion::any(), make_event());  // a read-only open needs a store
   StoreOptions o;
   o.read_only = true;
   auto ro = EventStore::open(t.path, o);

@@ -359,3 +359,38 @@ TEST_CASE("export and import of a 100 MB payload need about 3 and 4 times its si
 
 }  // namespace
 }  // namespace factum::test
+
+namespace factum::test {
+namespace {
+
+TEST_CASE("export of a log whose tail was cut fails with exit 3 naming the position, no trailer") {
+  SampleStore s;
+  s.tamper("DELETE FROM events WHERE position >= 7;");
+  REQUIRE(run_cli({"verify", s.file()}).code == 3);
+  const CliResult r = run_cli({"export", s.file()});
+  CHECK(r.code == 3);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "position 6 but positions up to 8 were written"));
+  for (const std::string& line : lines_of(r.out)) CHECK_FALSE(contains(line, "trailer"));
+  // Nothing an import would take for a whole log: it refuses the cut export too.
+  TempDir dir;
+  const auto cut = dir.file("cut.jsonl");
+  write_file(cut, r.out);
+  CHECK(run_cli({"import", dir.file("copy.db").string(), cut.string()}).code != 0);
+}
+
+TEST_CASE("export, read and tail stop at a hole in the log with exit 3") {
+  SampleStore s;
+  s.tamper("DELETE FROM events WHERE position = 2;");  // account-1 v2
+  const CliResult exported = run_cli({"export", s.file()});
+  CHECK(exported.code == 3);
+  CHECK(contains(exported.err, "positions 2 to 2 are missing"));
+  CHECK(lines_of(exported.out).size() == 1);  // position 1 only, no trailer
+  const CliResult read = run_cli({"read", s.file(), "account-1"});
+  CHECK(read.code == 3);
+  CHECK(contains(read.err, "'account-1' is missing version 2"));
+  CHECK_FALSE(contains(read.out, "bank.MoneyDeposited"));  // nothing after the hole is shown
+}
+
+}  // namespace
+}  // namespace factum::test

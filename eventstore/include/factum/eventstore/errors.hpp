@@ -59,6 +59,27 @@ class CorruptEventError : public Error {
   std::uint64_t position_;
 };
 
+// The log has a hole where a read expected an event: positions missing from the whole log (or
+// from its end, below the highest position the store has written), or a stream missing a
+// version. Raised by every read of the store (streams, categories, the whole log, aggregate
+// loads, exports, relays, rebuilds) before the caller sees any event after the hole, so that
+// no decision is taken on a history with a hole in it; `factum verify` says more. position()
+// is the first missing position (0 when the hole is a stream's version); stream() and
+// stream_version() name the stream and its first missing version (empty and 0 otherwise).
+class CorruptStoreError : public Error {
+ public:
+  CorruptStoreError(std::uint64_t position, std::string stream, std::uint64_t stream_version,
+                    const std::string& detail);
+  std::uint64_t position() const noexcept { return position_; }
+  const std::string& stream() const noexcept { return stream_; }
+  std::uint64_t stream_version() const noexcept { return stream_version_; }
+
+ private:
+  std::uint64_t position_;
+  std::string stream_;
+  std::uint64_t stream_version_;
+};
+
 // An event's type name is not registered with the registry that decodes it.
 class UnknownEventTypeError : public Error {
  public:

@@ -35,8 +35,8 @@ struct Checkpoint {
 
 class CheckpointStore {
  public:
-  // Creates the checkpoint table when missing (not on a read-only store, where a missing
-  // table reads as "no checkpoints"). The store must outlive this object.
+  // Writes nothing: the checkpoint table is made by the first save, in its transaction (until
+  // then a missing table reads as "no checkpoints"). The store must outlive this object.
   explicit CheckpointStore(EventStore& store);
 
   // The saved position of `name`; 0 when it was never saved.

@@ -146,7 +146,8 @@ struct EngineOptions {
 
 class ProjectionEngine {
  public:
-  // Creates the engine's tables in the store's file when missing. Throws StorageError.
+  // Writes nothing: the engine's tables are made when a projection is first added (add()), in
+  // that projection's first transaction. Throws nothing but std::bad_alloc.
   explicit ProjectionEngine(EventStore& store, EngineOptions options = {});
   ~ProjectionEngine();
   ProjectionEngine(const ProjectionEngine&) = delete;

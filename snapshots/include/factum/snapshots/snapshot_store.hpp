@@ -13,6 +13,8 @@
 // EventStore, which is thread-safe). It must not outlive its EventStore.
 #pragma once
 
+#include <atomic>
+
 #include <factum/eventstore/event_store.hpp>
 
 #include <cstdint>
@@ -50,9 +52,8 @@ struct SnapshotPolicy {
 
 class SnapshotStore {
  public:
-  // Creates the snapshot table in the store's file when missing (not for a read-only store,
-  // whose snapshots are then read if the table exists, and otherwise absent).
-  // Throws StorageError.
+  // Writes nothing: the snapshot table is made by the first save(), in its transaction (until
+  // then, and on a read-only store without it, there are no snapshots). Throws nothing.
   explicit SnapshotStore(EventStore& store);
 
   // Writes (or replaces) the snapshot of `snapshot.stream_id` at `snapshot.version`,
@@ -76,8 +77,12 @@ class SnapshotStore {
   std::size_t count(std::string_view stream) const;
 
  private:
+  // True when the snapshot table exists (remembered once seen: nothing drops it).
+  bool table_there(Sql& sql) const;
+  std::size_t delete_where(const char* sql_text, std::vector<SqlValue> params);
+
   EventStore& store_;
-  bool table_exists_ = false;
+  mutable std::atomic<bool> table_known_{false};
 };
 
 }  // namespace factum
