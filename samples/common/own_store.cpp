@@ -63,6 +63,8 @@ std::string refusal(const EventStore& store, const StoreOwner& owner, const std:
 void require_own_store(const EventStore& store, const StoreOwner& owner) {
   std::string why;
   store.read_sql([&](Sql& sql) {
+    // A new store (an empty file) holds nothing yet: its first write makes its tables.
+    if (sql.object_type("streams") != "table") return;
     if (const auto category = foreign_category(sql, owner.categories)) {
       why = *category + " streams (events such as " + type_in(sql, *category) + ")";
     } else if (const auto type = foreign_type(sql, owner.types)) {
