@@ -193,7 +193,7 @@ TEST_CASE("execute under 8 racing threads loses no command") {
 }
 
 TEST_CASE(
-    "loading an aggregate whose stream has a hole throws CorruptStoreError; nothing is saved") {
+    "loading an aggregate whose stream has a hole throws CorruptStoreError and saves nothing") {
   TempStore t;
   EventRegistry registry;
   register_events(registry);

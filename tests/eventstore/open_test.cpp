@@ -109,7 +109,7 @@ TEST_CASE("a refused first append leaves a new file empty") {
   CHECK(store.verify().ok());
 }
 
-TEST_CASE("a write_sql that writes nothing leaves a new file empty; one that writes makes it") {
+TEST_CASE("a write_sql that writes nothing leaves a new file empty, one that writes makes it") {
   TempDir dir;
   const auto path = dir.file("empty.db");
   write_file(path, "");
