@@ -4,17 +4,13 @@
 // so what the writers do meanwhile is never a difference; a real one still is.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "audit.hpp"
 #include "bank.hpp"
+#include "support/background_loop.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 
@@ -25,75 +21,33 @@ constexpr int kAudits = 40;
 
 std::string account(int i) { return "acc-" + std::to_string(i); }
 
-// Deposits into and transfers between acc-1 ... acc-4 until stopped, on threads of their own.
-class Writers {
+// A writer on a store handle and a Bank of its own, as another process would be: deposits into
+// and transfers between acc-1 ... acc-4 until stopped.
+class Writer {
  public:
-  Writers(const std::filesystem::path& db, int threads) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this, db, i] { run(db, i); });
-  }
-  ~Writers() { stop(); }
-  Writers(const Writers&) = delete;
-  Writers& operator=(const Writers&) = delete;
+  Writer(const std::filesystem::path& db, unsigned seed)
+      : store_(factum::EventStore::open(db, factum::test::TempStore::fast_options())),
+        bank_(store_),
+        random_(seed),
+        loop_([this](std::uint64_t) { step(); }) {}
 
-  void stop() {
-    stop_ = true;
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
-  // Waits until at least one more operation has landed since the last call, so that each audit
-  // runs beside writers that are still writing. False when none lands within 30 s.
-  bool await_progress() {
-    std::unique_lock lock(mu_);
-    const bool moved = landed_cv_.wait_for(lock, std::chrono::seconds(30),
-                                           [&] { return landed_ > seen_ || !error_.empty(); });
-    seen_ = landed_;
-    return moved && error_.empty();
-  }
-
-  std::string error() const {
-    std::lock_guard lock(mu_);
-    return error_;
-  }
+  factum::test::BackgroundLoop& loop() { return loop_; }
 
  private:
-  void run(const std::filesystem::path& db, int seed) {
-    try {
-      factum::EventStore store =
-          factum::EventStore::open(db, factum::test::TempStore::fast_options());
-      bank::Bank bank(store);
-      std::mt19937 random(static_cast<unsigned>(seed));
-      std::uniform_int_distribution<int> pick(1, kAccounts);
-      while (!stop_) {
-        const int from = pick(random), to = pick(random);
-        if (from == to) {
-          bank.deposit(account(from), bank::Money::parse("1"));
-        } else {
-          bank.transfer(account(from), account(to), bank::Money::parse("1"));
-        }
-        landed();
-      }
-    } catch (const std::exception& e) {
-      std::lock_guard lock(mu_);
-      error_ = e.what();
-      landed_cv_.notify_all();
+  void step() {
+    std::uniform_int_distribution<int> pick(1, kAccounts);
+    const int from = pick(random_), to = pick(random_);
+    if (from == to) {
+      bank_.deposit(account(from), bank::Money::parse("1"));
+    } else {
+      bank_.transfer(account(from), account(to), bank::Money::parse("1"));
     }
   }
 
-  void landed() {
-    std::lock_guard lock(mu_);
-    ++landed_;
-    landed_cv_.notify_all();
-  }
-
-  std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  std::condition_variable landed_cv_;
-  std::uint64_t landed_ = 0;  // guarded by mu_
-  std::uint64_t seen_ = 0;    // guarded by mu_
-  std::string error_;         // guarded by mu_
-  std::vector<std::thread> threads_;
+  factum::EventStore store_;
+  bank::Bank bank_;
+  std::mt19937 random_;
+  factum::test::BackgroundLoop loop_;  // last: stops before the members above go
 };
 
 // A bank file with acc-1 ... acc-4 (1,000.00 each, so no transfer is ever refused) and acc-9.
@@ -117,15 +71,17 @@ struct BankFile {
 std::vector<std::vector<std::string>> audits_beside_writers(const std::filesystem::path& db) {
   factum::EventStore store = factum::EventStore::open(db, factum::test::TempStore::fast_options());
   bank::Bank auditor(store);
-  Writers writers(db, 2);
+  Writer first(db, 1), second(db, 2);
   std::vector<std::vector<std::string>> out;
   for (int i = 0; i < kAudits; ++i) {
-    REQUIRE_MESSAGE(writers.await_progress(), "the writers stopped: ", writers.error());
+    REQUIRE_MESSAGE(first.loop().await_progress(), "a writer failed: ", first.loop().error());
     auditor.sync_read_models();
     out.push_back(bank::audit(store, auditor.registry()).differences);
   }
-  writers.stop();
-  REQUIRE_MESSAGE(writers.error().empty(), writers.error());
+  for (Writer* w : {&first, &second}) {
+    w->loop().stop();
+    REQUIRE_MESSAGE(w->loop().error().empty(), w->loop().error());
+  }
   return out;
 }
 
