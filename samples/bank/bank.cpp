@@ -140,6 +140,11 @@ std::vector<StatementLine> Bank::statement(std::string_view id) {
   return read_statement(store_, id);
 }
 
+std::optional<AccountStatement> Bank::account_statement(std::string_view id) {
+  sync_read_models();
+  return read_account_statement(store_, id);
+}
+
 void Bank::sync_read_models() {
   {
     std::lock_guard lock(engine_mu_);

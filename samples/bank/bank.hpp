@@ -85,6 +85,8 @@ class Bank {
   std::optional<AccountRow> account(std::string_view id);
   std::vector<AccountRow> accounts();
   std::vector<StatementLine> statement(std::string_view id);
+  // The account's row and its statement, read as of one moment; nullopt for an unknown account.
+  std::optional<AccountStatement> account_statement(std::string_view id);
 
   // Makes the read models reflect the whole log: returns at once when they do; otherwise
   // starts the projections and waits for them. Throws std::runtime_error when a projection

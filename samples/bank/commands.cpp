@@ -15,10 +15,15 @@
 namespace bank {
 namespace {
 
-// The account's row in the read models. An unknown account is refused from its events, before
-// the read models are brought up to date (which may write to the file).
-AccountRow require_row(Bank& bank, const std::string& account) {
+// Refuses an unknown account from its events, before the read models are brought up to date
+// (which may write to the file).
+void require_account(Bank& bank, const std::string& account) {
   if (!bank.load(account).exists()) throw std::runtime_error("no account " + account);
+}
+
+// The account's row in the read models.
+AccountRow require_row(Bank& bank, const std::string& account) {
+  require_account(bank, account);
   std::optional<AccountRow> row = bank.account(account);
   if (!row) throw std::runtime_error("no account " + account);
   return *row;
@@ -112,8 +117,10 @@ int balance_command(const std::filesystem::path& db, const std::string& account)
 int statement_command(const std::filesystem::path& db, const std::string& account,
                       std::size_t last) {
   return with_bank(db, [&](Bank& bank) {
-    const AccountRow row = require_row(bank, account);
-    print_statement(std::cout, row, bank.statement(account), last);
+    require_account(bank, account);
+    const std::optional<AccountStatement> s = bank.account_statement(account);  // one moment
+    if (!s) throw std::runtime_error("no account " + account);
+    print_statement(std::cout, s->row, s->lines, last);
     return 0;
   });
 }

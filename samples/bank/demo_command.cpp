@@ -61,7 +61,8 @@ void print_top(Bank& bank) {
   print_accounts(std::cout, rows);
   if (rows.empty()) return;
   std::cout << "\n";
-  print_statement(std::cout, rows.front(), bank.statement(rows.front().account), 8);
+  const std::optional<AccountStatement> top = bank.account_statement(rows.front().account);
+  if (top) print_statement(std::cout, top->row, top->lines, 8);
 }
 
 // Shows the first compensation in the log with the debit it names.

@@ -1,13 +1,14 @@
 // samples/bank/main.cpp — the command line of factum-bank: CLI11 subcommands, each handing its
 // arguments to commands.hpp. Exit codes: 0 success; 1 an error (one line on stderr,
-// "factum-bank: <message>", escaped), or an audit that found differences; 2 a usage error
-// (cli_errors.hpp).
+// "factum-bank: <message>", escaped), output that did not reach stdout (checked_stdout.hpp), or
+// an audit that found differences; 2 a usage error (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
 #include <functional>
 #include <iostream>
 #include <string>
 
+#include "checked_stdout.hpp"
 #include "cli_errors.hpp"
 #include "commands.hpp"
 
@@ -104,6 +105,7 @@ void add_demo_command(CLI::App& app, Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  factum::samples::CheckedStdout out;  // what is printed must reach stdout, or exit 1
   CLI::App app{"factum-bank: accounts as event streams on factum, with read models and audit"};
   app.name("factum-bank");
   Args args;
@@ -115,15 +117,16 @@ int main(int argc, char** argv) {
   add_demo_command(app, args);
   add_money_commands(app, args);
   add_read_commands(app, args);
+  int code = 0;
   try {
     app.parse(argc, argv);
+    code = args.action();
   } catch (const CLI::ParseError& e) {
-    return factum::samples::report_parse_error(app, e, std::cout, std::cerr);
-  }
-  try {
-    return args.action();
+    code = factum::samples::report_parse_error(app, e, std::cout, std::cerr);
+    if (code != 0) return code;  // its one line is said
   } catch (const std::exception& e) {
     std::cout.flush();
     return factum::samples::report_error(std::cerr, "factum-bank", e.what());
   }
+  return out.finish("factum-bank", code, std::cerr);  // 0, or 1 for an audit that failed
 }

@@ -21,17 +21,46 @@ AccountRow account_row(const factum::SqlRow& row) {
   return a;
 }
 
-StatementLine statement_line(const factum::SqlRow& row) {
+// A statement line from the columns line, position, at, kind, amount, balance_after,
+// counterparty, memo, the first of them at `first`.
+StatementLine statement_line(const factum::SqlRow& row, int first = 0) {
   StatementLine l;
-  l.line = static_cast<factum::StreamVersion>(row.integer(0));
-  l.position = static_cast<factum::Position>(row.integer(1));
-  l.at = from_micros(row.integer(2));
-  l.entry.kind = row.text(3);
-  l.entry.amount = Money::from_minor(row.integer(4));
-  l.balance_after = Money::from_minor(row.integer(5));
-  l.entry.counterparty = row.text(6);
-  l.entry.memo = row.text(7);
+  l.line = static_cast<factum::StreamVersion>(row.integer(first));
+  l.position = static_cast<factum::Position>(row.integer(first + 1));
+  l.at = from_micros(row.integer(first + 2));
+  l.entry.kind = row.text(first + 3);
+  l.entry.amount = Money::from_minor(row.integer(first + 4));
+  l.balance_after = Money::from_minor(row.integer(first + 5));
+  l.entry.counterparty = row.text(first + 6);
+  l.entry.memo = row.text(first + 7);
   return l;
+}
+
+constexpr const char* kAccountColumns =
+    "SELECT account, owner, balance, overdraft_limit, status, version FROM balances";
+
+std::optional<AccountRow> account_in(factum::Sql& sql, std::string_view id) {
+  std::optional<AccountRow> out;
+  sql.query(std::string(kAccountColumns) + " WHERE account = ?1", {text(std::string(id))},
+            [&](const factum::SqlRow& row) { out = account_row(row); });
+  return out;
+}
+
+std::vector<AccountRow> accounts_in(factum::Sql& sql) {
+  std::vector<AccountRow> out;
+  sql.query(std::string(kAccountColumns) + " ORDER BY length(account), account", {},
+            [&](const factum::SqlRow& row) { out.push_back(account_row(row)); });
+  return out;
+}
+
+std::vector<StatementLine> statement_in(factum::Sql& sql, std::string_view id) {
+  std::vector<StatementLine> out;
+  sql.query(
+      "SELECT line, position, at, kind, amount, balance_after, counterparty, memo"
+      " FROM statements WHERE account = ?1 ORDER BY line",
+      {text(std::string(id))},
+      [&](const factum::SqlRow& row) { out.push_back(statement_line(row)); });
+  return out;
 }
 
 }  // namespace
@@ -133,34 +162,44 @@ void StatementsProjection::apply(const factum::RecordedEvent& event,
 
 std::optional<AccountRow> read_account(const factum::EventStore& store, std::string_view id) {
   std::optional<AccountRow> out;
-  store.read_sql([&](factum::Sql& sql) {
-    sql.query(
-        "SELECT account, owner, balance, overdraft_limit, status, version FROM balances"
-        " WHERE account = ?1",
-        {text(std::string(id))}, [&](const factum::SqlRow& row) { out = account_row(row); });
-  });
+  store.read_sql([&](factum::Sql& sql) { out = account_in(sql, id); });
   return out;
 }
 
 std::vector<AccountRow> read_accounts(const factum::EventStore& store) {
   std::vector<AccountRow> out;
-  store.read_sql([&](factum::Sql& sql) {
-    sql.query(
-        "SELECT account, owner, balance, overdraft_limit, status, version FROM balances"
-        " ORDER BY length(account), account",
-        {}, [&](const factum::SqlRow& row) { out.push_back(account_row(row)); });
-  });
+  store.read_sql([&](factum::Sql& sql) { out = accounts_in(sql); });
   return out;
 }
 
 std::vector<StatementLine> read_statement(const factum::EventStore& store, std::string_view id) {
   std::vector<StatementLine> out;
+  store.read_sql([&](factum::Sql& sql) { out = statement_in(sql, id); });
+  return out;
+}
+
+std::optional<AccountStatement> read_account_statement(const factum::EventStore& store,
+                                                       std::string_view id) {
+  std::optional<AccountStatement> out;
   store.read_sql([&](factum::Sql& sql) {
+    std::optional<AccountRow> row = account_in(sql, id);
+    if (row) out = AccountStatement{std::move(*row), statement_in(sql, id)};
+  });
+  return out;
+}
+
+ReadModelSnapshot read_snapshot(const factum::EventStore& store) {
+  ReadModelSnapshot out;
+  store.read_sql([&](factum::Sql& sql) {
+    out.balances_through = factum::CheckpointStore::load(sql, kBalances);
+    out.statements_through = factum::CheckpointStore::load(sql, kStatements);
+    out.accounts = accounts_in(sql);
     sql.query(
-        "SELECT line, position, at, kind, amount, balance_after, counterparty, memo"
-        " FROM statements WHERE account = ?1 ORDER BY line",
-        {text(std::string(id))},
-        [&](const factum::SqlRow& row) { out.push_back(statement_line(row)); });
+        "SELECT account, line, position, at, kind, amount, balance_after, counterparty, memo"
+        " FROM statements ORDER BY account, line",
+        {}, [&](const factum::SqlRow& row) {
+          out.statements[row.text(0)].push_back(statement_line(row, 1));
+        });
   });
   return out;
 }

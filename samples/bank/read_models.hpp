@@ -11,11 +11,12 @@
 // the serving generation, e.g. balances -> balances__g1; see docs/projections.md).
 //
 // Thread-safety: the projections are called by the engine one event at a time; the query
-// functions may be called from any thread (each is one read transaction).
+// functions may be called from any thread (each is one read transaction: one snapshot).
 #pragma once
 
 #include <factum/factum.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,11 +56,15 @@ struct StatementLine {
   Money balance_after;
 };
 
+// The projections' names, which are also their checkpoints' names.
+inline constexpr std::string_view kBalances = "balances";
+inline constexpr std::string_view kStatements = "statements";
+
 // `balances`: the current state of every account.
 class BalancesProjection : public factum::Projection {
  public:
   explicit BalancesProjection(const factum::EventRegistry& registry) : registry_(registry) {}
-  std::string name() const override { return "balances"; }
+  std::string name() const override { return std::string(kBalances); }
   std::uint32_t version() const override { return 1; }
   std::vector<std::string> event_types() const override { return event_type_names(); }
   void reset(factum::ProjectionContext& ctx) override;
@@ -73,7 +78,7 @@ class BalancesProjection : public factum::Projection {
 class StatementsProjection : public factum::Projection {
  public:
   explicit StatementsProjection(const factum::EventRegistry& registry) : registry_(registry) {}
-  std::string name() const override { return "statements"; }
+  std::string name() const override { return std::string(kStatements); }
   std::uint32_t version() const override { return 1; }
   std::vector<std::string> event_types() const override { return event_type_names(); }
   void reset(factum::ProjectionContext& ctx) override;
@@ -83,10 +88,32 @@ class StatementsProjection : public factum::Projection {
   const factum::EventRegistry& registry_;
 };
 
-// Queries on the serving read models. Throw factum::StorageError when they do not exist yet.
+// Queries on the serving read models, each one read transaction. Throw factum::StorageError
+// when they do not exist yet.
 std::optional<AccountRow> read_account(const factum::EventStore& store, std::string_view id);
 std::vector<AccountRow> read_accounts(const factum::EventStore& store);
 std::vector<StatementLine> read_statement(const factum::EventStore& store, std::string_view id);
+
+// An account's balances row and its statement, as of one moment.
+struct AccountStatement {
+  AccountRow row;
+  std::vector<StatementLine> lines;
+};
+// Both read in one read transaction; nullopt when the balances read model has no such account.
+std::optional<AccountStatement> read_account_statement(const factum::EventStore& store,
+                                                       std::string_view id);
+
+// Both read models as one read transaction sees them: how far each reflects the log (its
+// checkpoint: the projections commit their rows and their checkpoint together), and all of
+// their rows. Events up to a checkpoint are never changed or added to, so a fold of the events
+// up to it, read afterwards, shows what the read model must hold (the audit does so).
+struct ReadModelSnapshot {
+  factum::Position balances_through = 0;    // the last position the balances reflect
+  factum::Position statements_through = 0;  // the last position the statements reflect
+  std::vector<AccountRow> accounts;
+  std::map<std::string, std::vector<StatementLine>> statements;  // by account, lines in order
+};
+ReadModelSnapshot read_snapshot(const factum::EventStore& store);
 
 // Microseconds since 1970 UTC, as stored in the read models.
 std::int64_t to_micros(factum::Timestamp t);

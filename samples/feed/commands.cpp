@@ -129,8 +129,8 @@ void run_unfollow(const CommandContext& ctx, const std::string& user, const std:
 void run_feed(const CommandContext& ctx, const std::string& user, std::size_t limit) {
   auto store = open_existing(ctx.db);
   FeedService feed(store);
-  const auto items = feed.feed(user, limit);
-  *ctx.out << render_feed(user, items, feed.feed_length(user));
+  const FeedPage page = feed.feed_page(user, limit);  // the posts and their count agree
+  *ctx.out << render_feed(user, page.items, page.total);
 }
 
 void run_stats(const CommandContext& ctx) {
@@ -158,7 +158,8 @@ void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
   progress.finish();
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   print_demo_summary(*ctx.out, runner.summary(), options, store, took.count());
-  *ctx.out << render_feed("alice", feed.feed("alice", 8), feed.feed_length("alice")) << "\n"
+  const FeedPage alice = feed.feed_page("alice", 8);
+  *ctx.out << render_feed("alice", alice.items, alice.total) << "\n"
            << render_stats(compute_stats(store, feed.registry())) << "\n"
            << "Try: factum-feed feed alice · factum-feed post alice \"hello\" · "
               "factum-feed like bob 1 · factum-feed stats\n";

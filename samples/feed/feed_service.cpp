@@ -14,6 +14,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+constexpr const char* kFeedLength = "SELECT count(*) FROM feeds WHERE \"user\" = ?1";
+
 // Metadata of a command: who did it.
 factum::Metadata acting(const std::string& user) {
   factum::Metadata m;
@@ -148,24 +150,40 @@ void FeedService::require_user(const std::string& user) const {
   if (!user_exists(user)) throw FeedError("unknown user '" + user + "'");
 }
 
+std::vector<PostView> FeedService::feed_in(factum::Sql& sql, const std::string& user,
+                                           std::size_t limit) {
+  std::vector<PostView> out;
+  sql.query(
+      "SELECT f.post, f.author, p.text, f.at, p.likes FROM feeds f JOIN posts p"
+      " ON p.post = f.post WHERE f.\"user\" = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
+      {user, static_cast<std::int64_t>(limit)},
+      [&](const factum::SqlRow& row) { out.push_back(post_view(row)); });
+  return out;
+}
+
 std::vector<PostView> FeedService::feed(const std::string& user, std::size_t limit) const {
   require_user(user);
   sync_read_models();
   std::vector<PostView> out;
-  store_.read_sql([&](factum::Sql& sql) {
-    sql.query(
-        "SELECT f.post, f.author, p.text, f.at, p.likes FROM feeds f JOIN posts p"
-        " ON p.post = f.post WHERE f.\"user\" = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
-        {user, static_cast<std::int64_t>(limit)},
-        [&](const factum::SqlRow& row) { out.push_back(post_view(row)); });
-  });
+  store_.read_sql([&](factum::Sql& sql) { out = feed_in(sql, user, limit); });
   return out;
 }
 
 std::int64_t FeedService::feed_length(const std::string& user) const {
   require_user(user);
   sync_read_models();
-  return count("SELECT count(*) FROM feeds WHERE \"user\" = ?1", {user});
+  return count(kFeedLength, {user});
+}
+
+FeedPage FeedService::feed_page(const std::string& user, std::size_t limit) const {
+  require_user(user);
+  sync_read_models();
+  FeedPage page;
+  store_.read_sql([&](factum::Sql& sql) {
+    page.items = feed_in(sql, user, limit);
+    page.total = sql.query_integer(kFeedLength, {user}).value_or(0);
+  });
+  return page;
 }
 
 std::optional<PostView> FeedService::find_post(PostId post) const {
@@ -196,9 +214,14 @@ std::vector<std::string> FeedService::followers(const std::string& user) const {
 
 Totals FeedService::totals() const {
   sync_read_models();
-  return Totals{count("SELECT count(*) FROM users", {}), count("SELECT count(*) FROM posts", {}),
-                count("SELECT coalesce(sum(likes), 0) FROM posts", {}),
-                count("SELECT count(*) FROM follows", {}), count("SELECT count(*) FROM feeds", {})};
+  Totals out;
+  store_.read_sql([&](factum::Sql& sql) {  // one moment: the numbers agree with each other
+    auto count = [&](const char* text) { return sql.query_integer(text).value_or(0); };
+    out = Totals{count("SELECT count(*) FROM users"), count("SELECT count(*) FROM posts"),
+                 count("SELECT coalesce(sum(likes), 0) FROM posts"),
+                 count("SELECT count(*) FROM follows"), count("SELECT count(*) FROM feeds")};
+  });
+  return out;
 }
 
 // Called with the projections started (post), so the posts read model is current.

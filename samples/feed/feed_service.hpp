@@ -52,7 +52,13 @@ struct PostView {
   std::int64_t likes = 0;
 };
 
-// How much the read models hold.
+// A page of someone's feed and how many posts the whole feed holds, as of one moment.
+struct FeedPage {
+  std::vector<PostView> items;
+  std::int64_t total = 0;
+};
+
+// How much the read models hold, as of one moment.
 struct Totals {
   std::int64_t users = 0;
   std::int64_t posts = 0;
@@ -87,6 +93,8 @@ class FeedService {
   // The newest `limit` posts of the user's feed, newest first (by event time, then id).
   std::vector<PostView> feed(const std::string& user, std::size_t limit) const;
   std::int64_t feed_length(const std::string& user) const;
+  // Both, read in one read transaction, so that they agree beside writers.
+  FeedPage feed_page(const std::string& user, std::size_t limit) const;
   std::optional<PostView> find_post(PostId post) const;
   // How many feeds `post` was delivered to.
   std::int64_t delivered(PostId post) const;
@@ -105,6 +113,8 @@ class FeedService {
   void require_user(const std::string& user) const;
   PostId next_post_id() const;
   std::int64_t count(const std::string& sql, std::initializer_list<factum::SqlValue> params) const;
+  static std::vector<PostView> feed_in(factum::Sql& sql, const std::string& user,
+                                       std::size_t limit);
   // Starts the inline projections (once) and waits until they apply appends themselves.
   void start_projections() const;
   bool read_models_current() const;

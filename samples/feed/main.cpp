@@ -1,8 +1,9 @@
 // samples/feed/main.cpp — factum-feed: the command line of the feed sample. Parses the
 // arguments (CLI11) and runs one subcommand (commands.hpp). Any error is one line on stderr,
-// "factum-feed: <message>", escaped, with exit status 1, or 2 for a usage error (an unknown
-// command or option, a missing argument, an option value out of range, a malformed --at);
-// the store is unchanged then (cli_errors.hpp).
+// "factum-feed: <message>", escaped, with exit status 1 (output that did not reach stdout too:
+// checked_stdout.hpp), or 2 for a usage error (an unknown command or option, a missing
+// argument, an option value out of range, a malformed --at); the store is unchanged then
+// (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "checked_stdout.hpp"
 #include "cli_errors.hpp"
 #include "commands.hpp"
 #include "rules.hpp"
@@ -98,6 +100,7 @@ CLI::Validator utc_time() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  factum::samples::CheckedStdout out;  // what is printed must reach stdout, or exit 1
   CLI::App app(kDescription, "factum-feed");
   Args args;
   std::function<void(const feed::CommandContext&)> run;
@@ -114,16 +117,15 @@ int main(int argc, char** argv) {
   add_commands(app, args, run);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return factum::samples::report_parse_error(app, e, std::cout, std::cerr);
-  }
-  try {
     feed::CommandContext context{args.db, std::nullopt, &std::cout};
     if (at->count() > 0) context.at = feed::parse_time(args.at);  // checked by utc_time()
     run(context);
+  } catch (const CLI::ParseError& e) {
+    const int code = factum::samples::report_parse_error(app, e, std::cout, std::cerr);
+    if (code != 0) return code;  // its one line is said
   } catch (const std::exception& e) {
     std::cout.flush();
     return factum::samples::report_error(std::cerr, "factum-feed", e.what());
   }
-  return 0;
+  return out.finish("factum-feed", 0, std::cerr);
 }

@@ -133,14 +133,16 @@ void show(const CommandLine& line, std::ostream& out) {
   check_order_id(line.order);
   factum::EventStore store = open_store(line.db, false);
   const OrderService service(store);
-  const Order o = service.load(line.order);
+  // The history first, then the order as exactly those events make it: the two agree, however
+  // many commands land in between.
+  const std::vector<factum::RecordedEvent> history = service.history(line.order);
+  const Order o = service.load_at(line.order, history.back().stream_version);
   out << "order " << o.id() << ": " << to_string(o.status()) << "\n"
       << "  customer  " << o.customer() << "\n"
       << "  items     " << describe_items(o.items()) << "\n"
       << "  total     " << format_cents(o.total_cents()) << " (paid "
       << format_cents(o.paid_cents()) << ", refunded " << format_cents(o.refunded_cents()) << ")\n"
       << "  history\n";
-  const std::vector<factum::RecordedEvent> history = service.history(line.order);
   for (const factum::RecordedEvent& e : history) {
     out << "    " << e.stream_version << "  " << pad(e.type, 25) << " position "
         << pad(std::to_string(e.position), 6) << " " << format_utc(e.recorded_at)
@@ -160,17 +162,17 @@ struct QuerySession {
 void print_board(const CommandLine& line, std::ostream& out) {
   if (!line.status.empty()) check_status(line.status);
   QuerySession session(line);
-  const auto rows = board(session.store, line.limit, line.status);
+  const BoardView view = board_view(session.store, line.limit, line.status);  // one moment
   out << pad("order", 12) << pad("customer", 20) << pad("status", 11) << pad("total", 11)
       << pad("refunded", 10) << "updated\n";
-  for (const BoardRow& r : rows) {
+  for (const BoardRow& r : view.rows) {
     out << pad(r.order_id, 12) << pad(r.customer, 20) << pad(r.status, 11)
         << pad(format_cents(r.total_cents), 11) << pad(format_cents(r.refunded_cents), 10)
         << r.updated << "\n";
   }
   std::int64_t total = 0;
   std::string counts;
-  for (const auto& [status, n] : status_counts(session.store)) {
+  for (const auto& [status, n] : view.counts) {
     total += n;
     counts += (counts.empty() ? "" : ", ") + status + " " + std::to_string(n);
   }
@@ -219,8 +221,9 @@ void print_outbox(const CommandLine& line, std::ostream& out) {
               std::to_string(p.checkpoint) + ", head " + std::to_string(p.head) + "\n";
   }
   out << report;
-  out << sent_email_count(session.store) << " emails sent\n";
-  for (const SentEmail& e : sent_emails(session.store, line.limit)) {
+  const SentEmailsView sent = sent_emails_view(session.store, line.limit);  // one moment
+  out << sent.count << " emails sent\n";
+  for (const SentEmail& e : sent.newest) {
     out << "  #" << pad(e.key.substr(0, e.key.find(':')), 6) << "to " << pad(e.recipient, 24)
         << e.subject << "\n";
   }

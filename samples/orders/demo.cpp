@@ -229,8 +229,9 @@ void print_inventory(const factum::EventStore& store, std::ostream& out) {
 }
 
 void print_outbox(factum::EventStore& store, std::ostream& out) {
-  out << "  outbox: " << sent_email_count(store) << " emails sent, e.g.\n";
-  for (const SentEmail& e : sent_emails(store, 2)) {
+  const SentEmailsView sent = sent_emails_view(store, 2);
+  out << "  outbox: " << sent.count << " emails sent, e.g.\n";
+  for (const SentEmail& e : sent.newest) {
     out << "    to " << e.recipient << ": " << e.subject << "\n";
   }
   const Redelivery r = redeliver_outbox(store);

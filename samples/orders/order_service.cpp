@@ -57,6 +57,13 @@ Order OrderService::load(std::string_view id) const {
   return order;
 }
 
+Order OrderService::load_at(std::string_view id, factum::StreamVersion version) const {
+  check_order_id(id);
+  Order order = orders_.load_at(id, version);
+  if (order.status() == Status::none) throw UnknownOrder(std::string(id));
+  return order;
+}
+
 std::vector<factum::RecordedEvent> OrderService::history(std::string_view id) const {
   check_order_id(id);
   std::vector<factum::RecordedEvent> events = store_.read_stream(stream_id(id)).to_vector();

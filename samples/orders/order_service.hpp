@@ -45,6 +45,8 @@ class OrderService {
 
   // The current state; throws UnknownOrder when the order has no events.
   Order load(std::string_view id) const;
+  // The order as its events 1 ... `version` make it, to agree with a history read before.
+  Order load_at(std::string_view id, factum::StreamVersion version) const;
   // The order's events, oldest first; throws UnknownOrder when it has none.
   std::vector<factum::RecordedEvent> history(std::string_view id) const;
   // "order-o-7".

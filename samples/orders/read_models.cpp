@@ -24,6 +24,41 @@ BoardRow board_row_of(const factum::SqlRow& row) {
 constexpr const char* kBoardColumns =
     "SELECT order_id, customer, status, total_cents, refunded_cents, updated FROM order_board";
 
+std::vector<BoardRow> board_in(factum::Sql& sql, std::size_t limit, const std::string& status) {
+  std::vector<BoardRow> rows;
+  sql.query(std::string(kBoardColumns) +
+                " WHERE ?1 = '' OR status = ?1 ORDER BY last_position DESC LIMIT ?2",
+            {status, static_cast<std::int64_t>(limit)},
+            [&](const factum::SqlRow& row) { rows.push_back(board_row_of(row)); });
+  return rows;
+}
+
+std::map<std::string, std::int64_t> status_counts_in(factum::Sql& sql) {
+  std::map<std::string, std::int64_t> counts;
+  sql.query("SELECT status, count(*) FROM order_board GROUP BY status", {},
+            [&](const factum::SqlRow& row) { counts[row.text(0)] = row.integer(1); });
+  return counts;
+}
+
+std::vector<SentEmail> sent_emails_in(factum::Sql& sql, std::size_t limit) {
+  std::vector<SentEmail> rows;
+  // Newest first: by the position that starts the key ("<position>:<id>"). SQLite's CAST reads
+  // the leading digits; PostgreSQL's refuses the rest, so it splits the key first.
+  const char* position = sql.dialect() == factum::SqlDialect::postgres
+                             ? "CAST(split_part(key, ':', 1) AS BIGINT)"
+                             : "CAST(key AS INTEGER)";
+  sql.query(std::string("SELECT key, order_id, recipient, subject FROM sent_emails ORDER BY ") +
+                position + " DESC LIMIT ?1",
+            {static_cast<std::int64_t>(limit)}, [&](const factum::SqlRow& row) {
+              rows.push_back({row.text(0), row.text(1), row.text(2), row.text(3)});
+            });
+  return rows;
+}
+
+std::int64_t sent_email_count_in(factum::Sql& sql) {
+  return sql.query_integer("SELECT count(*) FROM sent_emails").value_or(0);
+}
+
 }  // namespace
 
 ReadModels::ReadModels(factum::EventStore& store, factum::EngineOptions options)
@@ -56,12 +91,7 @@ void ReadModels::stop() noexcept {
 std::vector<BoardRow> board(const factum::EventStore& store, std::size_t limit,
                             const std::string& status) {
   std::vector<BoardRow> rows;
-  store.read_sql([&](factum::Sql& sql) {
-    sql.query(std::string(kBoardColumns) +
-                  " WHERE ?1 = '' OR status = ?1 ORDER BY last_position DESC LIMIT ?2",
-              {status, static_cast<std::int64_t>(limit)},
-              [&](const factum::SqlRow& row) { rows.push_back(board_row_of(row)); });
-  });
+  store.read_sql([&](factum::Sql& sql) { rows = board_in(sql, limit, status); });
   return rows;
 }
 
@@ -76,11 +106,18 @@ std::optional<BoardRow> board_row(const factum::EventStore& store, const std::st
 
 std::map<std::string, std::int64_t> status_counts(const factum::EventStore& store) {
   std::map<std::string, std::int64_t> counts;
-  store.read_sql([&](factum::Sql& sql) {
-    sql.query("SELECT status, count(*) FROM order_board GROUP BY status", {},
-              [&](const factum::SqlRow& row) { counts[row.text(0)] = row.integer(1); });
-  });
+  store.read_sql([&](factum::Sql& sql) { counts = status_counts_in(sql); });
   return counts;
+}
+
+BoardView board_view(const factum::EventStore& store, std::size_t limit,
+                     const std::string& status) {
+  BoardView view;
+  store.read_sql([&](factum::Sql& sql) {
+    view.rows = board_in(sql, limit, status);
+    view.counts = status_counts_in(sql);
+  });
+  return view;
 }
 
 std::vector<InventoryRow> inventory(const factum::EventStore& store) {
@@ -98,27 +135,23 @@ std::vector<InventoryRow> inventory(const factum::EventStore& store) {
 
 std::vector<SentEmail> sent_emails(const factum::EventStore& store, std::size_t limit) {
   std::vector<SentEmail> rows;
-  store.read_sql([&](factum::Sql& sql) {
-    // Newest first: by the position that starts the key ("<position>:<id>"). SQLite's CAST
-    // reads the leading digits; PostgreSQL's refuses the rest, so it splits the key first.
-    const char* position = sql.dialect() == factum::SqlDialect::postgres
-                               ? "CAST(split_part(key, ':', 1) AS BIGINT)"
-                               : "CAST(key AS INTEGER)";
-    sql.query(std::string("SELECT key, order_id, recipient, subject FROM sent_emails ORDER BY ") +
-                  position + " DESC LIMIT ?1",
-              {static_cast<std::int64_t>(limit)}, [&](const factum::SqlRow& row) {
-                rows.push_back({row.text(0), row.text(1), row.text(2), row.text(3)});
-              });
-  });
+  store.read_sql([&](factum::Sql& sql) { rows = sent_emails_in(sql, limit); });
   return rows;
 }
 
 std::int64_t sent_email_count(const factum::EventStore& store) {
   std::int64_t n = 0;
-  store.read_sql([&](factum::Sql& sql) {
-    n = sql.query_integer("SELECT count(*) FROM sent_emails").value_or(0);
-  });
+  store.read_sql([&](factum::Sql& sql) { n = sent_email_count_in(sql); });
   return n;
+}
+
+SentEmailsView sent_emails_view(const factum::EventStore& store, std::size_t limit) {
+  SentEmailsView view;
+  store.read_sql([&](factum::Sql& sql) {
+    view.count = sent_email_count_in(sql);
+    view.newest = sent_emails_in(sql, limit);
+  });
+  return view;
 }
 
 BoardTotals board_totals(const factum::EventStore& store) {

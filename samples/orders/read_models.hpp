@@ -7,7 +7,8 @@
 //   for (const auto& row : orders::board(store, 20)) ...
 //
 // Queries read the logical tables of the store's file (order_board, inventory, sent_emails,
-// search_index); call them after catch_up() for an answer that includes the latest events.
+// search_index), each in one read transaction (one moment; a *_view reads all it returns in
+// one); call them after catch_up() for an answer that includes the latest events.
 //
 // Thread-safety: as ProjectionEngine and SearchIndex; the queries may run on any thread.
 #pragma once
@@ -101,10 +102,23 @@ std::vector<BoardRow> board(const factum::EventStore& store, std::size_t limit,
 std::optional<BoardRow> board_row(const factum::EventStore& store, const std::string& order_id);
 // Orders per status ("placed" -> 12, ...).
 std::map<std::string, std::int64_t> status_counts(const factum::EventStore& store);
+// The board (as board()) and the orders per status (as status_counts()), as of one moment.
+struct BoardView {
+  std::vector<BoardRow> rows;
+  std::map<std::string, std::int64_t> counts;
+};
+BoardView board_view(const factum::EventStore& store, std::size_t limit,
+                     const std::string& status = "");
 // Every SKU, most shipped first (then most reserved, then by name).
 std::vector<InventoryRow> inventory(const factum::EventStore& store);
 // The e-mails sent, newest first, at most `limit`; and how many there are.
 std::vector<SentEmail> sent_emails(const factum::EventStore& store, std::size_t limit);
 std::int64_t sent_email_count(const factum::EventStore& store);
+// Both, as of one moment.
+struct SentEmailsView {
+  std::int64_t count = 0;
+  std::vector<SentEmail> newest;
+};
+SentEmailsView sent_emails_view(const factum::EventStore& store, std::size_t limit);
 
 }  // namespace orders

@@ -198,3 +198,58 @@ TEST_CASE("the audit reports an event edited in the log: the broken chain and th
   CHECK(mentions(report, "acc-2: balance"));
   CHECK(report.verdict().rfind("audit: FAILED — ", 0) == 0);
 }
+
+TEST_CASE("a read model that lags is one difference, not a difference per event it has not seen") {
+  factum::test::TempStore temp;
+  factum::EventRegistry registry;
+  bank::register_events(registry);
+  {
+    bank::Bank bank(temp.store);
+    bank.open("acc-1", "Ann");
+    bank.deposit("acc-1", BankFixture::m("10"));
+  }  // its projections stop with it: the deposit below reaches no read model
+  temp.store.append(bank::stream_of("acc-1"), factum::ExpectedVersion::exact(2), registry,
+                    bank::Deposited{BankFixture::m("5"), "cash", day(1)});
+  const bank::AuditReport report = bank::audit(temp.store, registry);
+  CHECK(report.differences ==
+        std::vector<std::string>{"the balances read model reflects the log up to position 2, its "
+                                 "head was at 3 when the audit began",
+                                 "the statements read model reflects the log up to position 2, "
+                                 "its head was at 3 when the audit began"});
+}
+
+namespace {
+
+// The debit of a transfer from acc-1 to acc-2 with no credit or reversal after it, as a writer
+// between the two appends, or one that died there, leaves it. Returns its position.
+factum::Position lone_debit(BankFixture& f) {
+  f.open_with("acc-1", "10");
+  f.open_with("acc-2", "0");
+  return f.store()
+      .append(bank::stream_of("acc-1"), factum::ExpectedVersion::any(), f.bank.registry(),
+              bank::TransferDebited{"acc-2", BankFixture::m("5"), "rent", f.now})
+      .last_position;
+}
+
+}  // namespace
+
+TEST_CASE("the audit counts a debit whose outcome is not in the log yet as a transfer in flight") {
+  BankFixture f;
+  lone_debit(f);
+  const bank::AuditReport report = bank::audit(f.store(), f.bank.registry());
+  CHECK(report.ok());
+  CHECK(report.transfers_in_flight == 1);
+  CHECK(report.verdict().find("hash chain intact, 1 transfer in flight (head 4 ") !=
+        std::string::npos);
+}
+
+TEST_CASE("the audit reports a debit whose outcome did not come within the time allowed") {
+  BankFixture f;
+  const factum::Position debit = lone_debit(f);
+  const bank::AuditReport report =
+      bank::audit(f.store(), f.bank.registry(), {.in_flight = std::chrono::microseconds(0)});
+  REQUIRE(report.differences.size() == 1);
+  CHECK(mentions(report, "from acc-1 to acc-2 (debit at position " + std::to_string(debit) +
+                             ") has 0 credits and 0 reversals; it needs exactly one of them"));
+  CHECK(report.transfers_in_flight == 0);
+}

@@ -39,6 +39,13 @@ ProgramRun SampleFolder::run_other(const std::filesystem::path& binary,
   return run_program(argv, dir_.path());
 }
 
+ProgramRun SampleFolder::run_into(const std::filesystem::path& out_file,
+                                  const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{binary_.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, dir_.path(), out_file);
+}
+
 std::string SampleFolder::ok(const std::vector<std::string>& args) const {
   const ProgramRun r = run(args);
   INFO(program_, " ", shown(args), "\n", r.err);
@@ -60,7 +67,7 @@ void check_one_line_error(const ProgramRun& r, const std::string& program, int c
   CHECK(r.out.empty());
   CHECK(r.err.rfind(program + ": ", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(r.err.back() == '\n');
+  CHECK((!r.err.empty() && r.err.back() == '\n'));
   CHECK_FALSE(has_control_byte(r.err));
   CHECK(contains(r.err, part));
 }

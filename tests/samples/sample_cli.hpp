@@ -31,6 +31,9 @@ class SampleFolder {
 
   // Runs the program with `args` (no shell: any bytes pass as they are) in the folder.
   ProgramRun run(const std::vector<std::string>& args) const;
+  // Runs the program with its stdout the file `out_file` (e.g. /dev/full); `out` is empty.
+  ProgramRun run_into(const std::filesystem::path& out_file,
+                      const std::vector<std::string>& args) const;
   // Runs a command that must succeed (exit 0); returns its stdout.
   std::string ok(const std::vector<std::string>& args) const;
   // Runs another program in the same folder.

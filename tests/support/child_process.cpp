@@ -56,6 +56,11 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd) {
+  return run_program(argv, cwd, cwd / ".stdout");
+}
+
+ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                       const std::filesystem::path& out_file) {
   REQUIRE(!argv.empty());
   std::vector<std::string> args = argv;
   std::vector<char*> raw = argv_of(args);
@@ -63,7 +68,7 @@ ProgramRun run_program(const std::vector<std::string>& argv, const std::filesyst
   FileActions actions;
   posix_spawn_file_actions_addchdir_np(actions.get(), cwd.c_str());
   actions.open(STDIN_FILENO, "/dev/null", O_RDONLY);
-  actions.open(STDOUT_FILENO, out, kOutputFlags);
+  actions.open(STDOUT_FILENO, out_file, kOutputFlags);
   actions.open(STDERR_FILENO, err, kOutputFlags);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, raw[0], actions.get(), nullptr, raw.data(), environ);

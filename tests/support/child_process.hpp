@@ -27,6 +27,10 @@ struct ProgramRun {
 // Runs `argv` (argv[0] is the program's path) in directory `cwd`, stdin /dev/null, its stdout
 // and stderr captured through the files .stdout and .stderr in `cwd`.
 ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd);
+// As run_program, with its stdout the file `out_file` instead (e.g. /dev/full, a full disk);
+// ProgramRun::out is then empty.
+ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                       const std::filesystem::path& out_file);
 
 // Runs shell text `command` with /bin/sh in `cwd`, captured as run_program does.
 ProgramRun run_shell(const std::string& command, const std::filesystem::path& cwd);
