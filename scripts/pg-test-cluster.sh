@@ -14,8 +14,15 @@
 # directory that user owns: DIR/cluster, or a directory under /tmp when that user cannot
 # reach DIR (a path it may not traverse, e.g. a build tree under a 0700 home) or the socket's
 # path would be too long. DIR/base names the directory used. The server's log is base/log
-# (DIR/log links to it). A start after a stale run (a server left running by a killed ctest,
-# or its files) stops that server and starts afresh.
+# (DIR/log links to it).
+#
+# A cluster belongs to the run that started it: the process that ran `start` (ctest, for the
+# fixture), recorded in DIR/owner. While that process lives, another run's `start` on the same
+# DIR is refused (exit 1, naming the owner: two `ctest -L postgres` in one build tree would
+# otherwise stop each other's server) and its `stop` leaves the server alone. A start after a
+# stale run (its owner gone: a killed ctest, or its files left) stops that server and starts
+# afresh. Starts and stops on one DIR take turns (flock on DIR/lock). FACTUM_PG_TAKE_OVER=1
+# ignores the owner (e.g. to stop by hand a cluster started from another shell).
 #
 #   FACTUM_PG_BINDIR  the PostgreSQL 15 server programs (default: /usr/lib/postgresql/15/bin,
 #                     else pg_config --bindir, else the directory of pg_ctl on PATH)
@@ -51,16 +58,38 @@ find_bindir() {
 }
 
 # as_server <command...>: runs a server program as the user it must run as, from "/" (the
-# current directory may be one that user cannot enter).
+# current directory may be one that user cannot enter), without the lock's descriptor (a server
+# that inherited it would hold DIR's lock for as long as it runs).
 if [[ $(id -u) -eq 0 ]]; then
   id postgres >/dev/null 2>&1 || die "running as root needs the user \"postgres\" (installed" \
     "with postgresql-15) to run the server as"
   server_user=postgres
-  as_server() { (cd / && runuser -u postgres -- "$@"); }
+  as_server() { (cd / && runuser -u postgres -- "$@" 9>&-); }
 else
   server_user=$(id -un)
-  as_server() { (cd / && "$@"); }
+  as_server() { (cd / && "$@" 9>&-); }
 fi
+
+# This run: the process that called the script (ctest, for the fixture tests), as "PID
+# START-TIME" (/proc/PID/stat's field 22, so that a reused pid is another process).
+process_id() {
+  local pid=$1 stat
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }  # the fields after the command's name (which may hold spaces)
+  echo "$pid $(echo "$stat" | awk '{print $20}')"
+}
+me=$(process_id "$PPID")
+
+# The run that owns the cluster of DIR when it is another one and still running, else nothing.
+other_owner() {
+  local owner pid
+  [[ -z "${FACTUM_PG_TAKE_OVER:-}" ]] || return 0
+  owner=$(cat "$dir/owner" 2>/dev/null) || return 0
+  pid=${owner%% *}
+  if [[ "$owner" != "$me" && "$(process_id "$pid" 2>/dev/null)" == "$owner" ]]; then
+    echo "process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-80))"
+  fi
+}
 
 # The directory the cluster lives in: DIR/base's content, else DIR/cluster.
 base_of() {
@@ -99,12 +128,17 @@ stop_cluster() {
 }
 
 stop() {
-  local bindir base
+  local bindir base owner
+  owner=$(other_owner)
+  if [[ -n "$owner" ]]; then
+    say "left running: the cluster in $dir belongs to another run, $owner"
+    return 0
+  fi
   bindir=$(find_bindir)
   base=$(base_of)
   rm -f "$dir/uri"
   stop_cluster "$base" "$bindir"
-  rm -f "$dir/base" "$dir/log"
+  rm -f "$dir/base" "$dir/log" "$dir/owner"
   say "stopped; removed $base"
 }
 
@@ -121,7 +155,13 @@ server_can_use() {
 }
 
 start() {
-  local bindir base port attempt log
+  local bindir base port attempt log owner
+  owner=$(other_owner)
+  if [[ -n "$owner" ]]; then
+    die "the test server in $dir is in use by another run, $owner: wait for it to end" \
+      "(two runs of the PostgreSQL tests in one build tree cannot share it), or run in another" \
+      "build tree"
+  fi
   bindir=$(find_bindir)
   # A stale run: its server (if any) is stopped and its files removed first.
   rm -f "$dir/uri"
@@ -169,6 +209,7 @@ EOF
     port=$(free_port)
     if as_server "$bindir/pg_ctl" -D "$base/data" -l "$log" -o "-p $port" -w -t 60 start \
       >"$base/pg_ctl.log" 2>&1; then
+      echo "$me" >"$dir/owner"
       echo "postgresql://factum@127.0.0.1:${port}/postgres" >"$dir/uri"
       say "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" \
         "(cluster $base, log $log); URI in $dir/uri"
@@ -192,6 +233,11 @@ EOF
   fi
   die "the server did not start (pg_ctl start, as $server_user); its files: $base"
 }
+
+# One start or stop at a time on DIR: a second run's start waits for the first one's, then
+# finds its owner.
+exec 9>"$dir/lock"
+flock 9
 
 case "$action" in
   start) start ;;

@@ -33,15 +33,18 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "factum/eventstore/location.hpp"
+#include "factum/eventstore/text.hpp"
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
 #include "libpq.hpp"
 #include "postgres_target.hpp"
 #include "rows.hpp"
 #include "storage.hpp"
+#include "validation.hpp"
 #include "verify.hpp"
 
 namespace factum::detail {
@@ -61,10 +64,22 @@ std::int64_t now_us() {
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-std::string first_line(const char* message) {
-  std::string m = message != nullptr ? message : "";
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  return m;
+// libpq's or the server's message in one line (each line break and the indent after it
+// become one space), escaped for a terminal (text.hpp): the server quotes the data it refused
+// (a DETAIL naming a row's values).
+std::string one_line(const char* message) {
+  const std::string_view m = message != nullptr ? message : "";
+  std::string out;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] != '\n') {
+      out.push_back(m[i]);
+      continue;
+    }
+    while (i + 1 < m.size() && (m[i + 1] == '\t' || m[i + 1] == ' ')) ++i;
+    if (i + 1 < m.size()) out.push_back(' ');
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return printable(out);
 }
 
 // --- Connections, results, errors ---------------------------------------------------------
@@ -135,7 +150,7 @@ class PgConn {
     conn_ = connect(*target_);
     if (conn_ == nullptr || libpq().PQstatus(conn_) != CONNECTION_OK) {
       const std::string why =
-          first_line(conn_ != nullptr ? libpq().PQerrorMessage(conn_) : "out of memory");
+          one_line(conn_ != nullptr ? libpq().PQerrorMessage(conn_) : "out of memory");
       if (conn_ != nullptr) libpq().PQfinish(conn_);
       throw StorageError(StorageError::Kind::io,
                          "factum: cannot connect to '" + target_->shown + "': " + why);
@@ -168,6 +183,24 @@ class PgConn {
 
   PGconn* get() const noexcept { return conn_; }
   bool ok() const noexcept { return libpq().PQstatus(conn_) == CONNECTION_OK; }
+
+  // Whether an idle connection is still usable: false when it is broken, or when the server
+  // ended it meanwhile (a restart, pg_terminate_backend, idle_session_timeout): the server's
+  // last words and the end of the stream then wait on the socket, and reading them (without
+  // blocking) marks the connection broken. One poll() when nothing waits. Must not be called
+  // while a statement is in flight.
+  bool alive() noexcept {
+    for (int reads = 0; ok() && reads < 8; ++reads) {
+      pollfd p{libpq().PQsocket(conn_), POLLIN, 0};
+      if (p.fd < 0) return false;
+      int ready = 0;
+      while ((ready = ::poll(&p, 1, 0)) < 0 && errno == EINTR) {
+      }
+      if (ready <= 0) return ready == 0;
+      if (libpq().PQconsumeInput(conn_) == 0) return false;
+    }
+    return ok();
+  }
   bool in_transaction() const noexcept {
     return libpq().PQtransactionStatus(conn_) != PQTRANS_IDLE;
   }
@@ -177,7 +210,7 @@ class PgConn {
   [[noreturn]] void fail(const PGresult* r, std::string_view doing) const {
     const char* state = r != nullptr ? libpq().PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     const std::string why =
-        first_line(r != nullptr ? libpq().PQresultErrorMessage(r) : libpq().PQerrorMessage(conn_));
+        one_line(r != nullptr ? libpq().PQresultErrorMessage(r) : libpq().PQerrorMessage(conn_));
     throw StorageError(kind_of(state, conn_),
                        "factum: " + std::string(doing) + " in '" + shown() + "': " + why +
                            (state != nullptr ? " (SQLSTATE " + std::string(state) + ")" : ""));
@@ -830,28 +863,35 @@ class PgPool {
   PgPool(std::shared_ptr<const PgTarget> target, StoreOptions options)
       : target_(std::move(target)), options_(std::move(options)) {}
 
+  // A connection of the pool, handed back (rolled back; dropped when broken) when destroyed.
   class Lease {
    public:
-    Lease(PgPool& pool, std::unique_ptr<PgConn> conn) : pool_(pool), conn_(std::move(conn)) {}
-    ~Lease() { pool_.release(std::move(conn_)); }
+    Lease(PgPool& pool, std::unique_ptr<PgConn> conn) : pool_(&pool), conn_(std::move(conn)) {}
+    ~Lease() { pool_->release(std::move(conn_)); }
+    Lease(Lease&&) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     PgConn& operator*() const noexcept { return *conn_; }
     PgConn* operator->() const noexcept { return conn_.get(); }
 
    private:
-    PgPool& pool_;
+    PgPool* pool_;
     std::unique_ptr<PgConn> conn_;
   };
 
+  // An idle connection that is still alive (PgConn::alive; the others are closed), else a new
+  // one. Throws StorageError (kind io) when none can be made.
   Lease acquire() {
-    {
-      std::lock_guard lock(mu_);
-      if (!idle_.empty()) {
-        auto conn = std::move(idle_.back());
+    for (;;) {
+      std::unique_ptr<PgConn> conn;
+      {
+        std::lock_guard lock(mu_);
+        if (idle_.empty()) break;
+        conn = std::move(idle_.back());
         idle_.pop_back();
-        return Lease(*this, std::move(conn));
       }
+      if (conn->alive()) return Lease(*this, std::move(conn));
     }
     return Lease(*this, std::make_unique<PgConn>(target_, options_));
   }
@@ -964,6 +1004,12 @@ void read_events(const PgResult& r, std::vector<RecordedEvent>& out) {
   }
 }
 
+std::vector<RecordedEvent> read_events(const PgResult& r) {
+  std::vector<RecordedEvent> out;
+  read_events(r, out);
+  return out;
+}
+
 // --- Writes -----------------------------------------------------------------------------------
 
 // The columns of `e`'s row from event_id on (event_id, type, schema_version, payload, the
@@ -1053,7 +1099,7 @@ class PgWriter {
   }
 
   PgConn& conn() {
-    if (!conn_ || !conn_->ok()) {
+    if (!conn_ || !conn_->alive()) {
       conn_.reset();
       conn_ = std::make_unique<PgConn>(target_, options_);
     }
@@ -1195,27 +1241,59 @@ class PgWriter {
   };
   static constexpr std::size_t kMaxCachedStreams = 100000;
 
-  // The group's transaction. First, when this writer's cache knows every stream of the group,
-  // in one round trip (speculate); else, or when that finds the cache stale, in two round trips
-  // when no append needs more: (1) BEGIN, the ordering lock, and what the appends need to know
-  // (Known); then each append is decided here, its inserts queued; (2) the inserts, the head's
-  // move and COMMIT. An append that needs the log as earlier appends of the group left it (the
-  // same stream or ids), a retry (its first id is stored), or one with on_appending slots, runs
-  // step by step instead (apply), under a savepoint when the group has several appends, after
-  // the queued inserts are flushed.
+  // How one attempt at a group's transaction ended.
+  enum class Attempt {
+    done,       // each append has its result or its own error
+    isolate,    // the server refused a statement of the group, on a sound connection: nothing
+                // is committed; again, with each append under a savepoint of its own
+    reconnect,  // the connection broke before COMMIT was sent: nothing is committed (the
+                // server rolls back a transaction whose connection ends); again, on a new one
+  };
+
+  // The group's transaction (attempt). A failure that is not an append's own (a version
+  // conflict, a duplicate: those fail their append alone) fails the group unless it is one of
+  // two that a second attempt can undo for the others: a statement the server refused, which
+  // may be one append's data (a constraint, an encoding the database cannot hold, an index
+  // row too large): the group runs again with every append step by step under its own
+  // savepoint, where that append fails alone (once: a second failure fails them all); and a
+  // connection found broken before COMMIT was sent (a server restart, pg_terminate_backend):
+  // the group runs again, once, on a new connection.
   void commit_group(std::span<Pending* const> group) noexcept {
-    const bool savepoints = group.size() > 1;
     const std::int64_t now = now_us();
+    bool isolated = false;
+    bool reconnected = false;
+    for (;;) {
+      const Attempt a = attempt(group, now, isolated, reconnected);
+      if (a == Attempt::done) return;
+      for (Pending* p : group) restart(*p);
+      (a == Attempt::isolate ? isolated : reconnected) = true;
+    }
+  }
+
+  // One attempt at the group's transaction. First, when this writer's cache knows every stream
+  // of the group and the group is not `isolated`, in one round trip (speculate); else, or when
+  // that finds the cache stale, in two round trips when no append needs more: (1) BEGIN, the
+  // ordering lock, and what the appends need to know (Known); then each append is decided here,
+  // its inserts queued; (2) the inserts, the head's move and COMMIT. An append that needs the
+  // log as earlier appends of the group left it (the same stream or ids), a retry (its first id
+  // is stored), one with on_appending slots, and every append of an `isolated` group, runs step
+  // by step instead (apply), under a savepoint when the group has several appends, after the
+  // queued inserts are flushed.
+  Attempt attempt(std::span<Pending* const> group, std::int64_t now, bool isolated,
+                  bool reconnected) noexcept {
+    const bool savepoints = group.size() > 1;
+    bool committing = false;               // COMMIT (or a pipeline's implicit one) was sent
     Cache next;                            // the cache if this transaction commits
     Versions decided;                      // what the decided appends leave
     std::vector<std::string_view> forget;  // streams appended step by step
     try {
       PgConn& c = conn();
       try {
-        if (speculate(c, group, now)) {
+        if (!isolated && speculate(c, group, now, committing)) {
           for (Pending* p : group) notify(*p, AppendOutcome::committed);
-          return;
+          return Attempt::done;
         }
+        committing = false;  // a speculation that did not commit was rolled back
         Known known;
         Tail tail = begin_group(c, group, known, next.commits);
         if (cache_.valid && cache_.commits == next.commits)
@@ -1228,7 +1306,7 @@ class PgWriter {
         Batch batch;                                 // decided appends' inserts, not yet sent
         std::set<std::string, std::less<>> touched;  // streams appended in this group
         std::set<EventId> written;                   // ids appended in this group
-        bool stepwise = false;  // once an append ran step by step, Known is stale: all do
+        bool stepwise = isolated;  // once an append ran step by step, Known is stale: all do
         for (Pending* p : group) {
           const Tail before = tail;
           stepwise = stepwise || !decidable(*p, known, touched, written);
@@ -1275,6 +1353,7 @@ class PgWriter {
               head);
         }
         queued.send("COMMIT", Params());
+        committing = true;
         std::vector<PgResult> r;
         try {
           r = queued.run("committing appends");
@@ -1298,14 +1377,44 @@ class PgWriter {
         throw;
       }
     } catch (...) {
+      const Attempt again =
+          next_attempt(std::current_exception(), group.size(), committing, isolated, reconnected);
+      if (again != Attempt::done) return again;
       for (Pending* p : group) {
         if (!p->error) fail(*p, std::current_exception());
       }
-      return;
+      return Attempt::done;
     }
     for (Pending* p : group) {
       if (!p->error) notify(*p, AppendOutcome::committed);
     }
+    return Attempt::done;
+  }
+
+  // Whether a failed attempt is tried again (see commit_group), and how.
+  Attempt next_attempt(const std::exception_ptr& error, std::size_t members, bool committing,
+                       bool isolated, bool reconnected) noexcept {
+    if (!conn_) return Attempt::done;  // no connection could be made
+    if (!conn_->ok()) {
+      if (committing || reconnected) return Attempt::done;
+      conn_.reset();
+      return Attempt::reconnect;
+    }
+    if (isolated || members < 2) return Attempt::done;
+    try {
+      std::rethrow_exception(error);
+    } catch (const StorageError& e) {
+      if (e.kind() == StorageError::Kind::other) return Attempt::isolate;
+    } catch (...) {
+    }
+    return Attempt::done;
+  }
+
+  // Before another attempt: what the last one did to `p` is undone (its slots hear so).
+  static void restart(Pending& p) noexcept {
+    notify(p, AppendOutcome::rolled_back);
+    reset(p);
+    p.error = nullptr;
   }
 
   StorageError unknown_outcome() const {
@@ -1333,7 +1442,8 @@ class PgWriter {
   // id (a retry, a duplicate: the unique indexes refuse it) aborts the transaction: then nothing of
   // the group is stored, the cache is dropped, and false sends the group the careful way. A broken
   // connection throws (the outcome is unknown only if it broke after the statements were sent).
-  bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now) {
+  // `committing` is set once the pipeline's sync (its commit) is sent.
+  bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now, bool& committing) {
     if (!cache_.valid) return false;
     Known known;
     for (const Pending* p : group) {
@@ -1377,6 +1487,7 @@ class PgWriter {
     batch.send(q);
     PgResult failed;
     std::vector<PgResult> r;
+    committing = true;
     try {
       r = q.run("committing appends", &failed);
     } catch (const StorageError&) {
@@ -1899,7 +2010,7 @@ class CommitWatcher final : public LogWatcher {
   }
 
   bool changed() override {
-    if (!conn_ || !conn_->ok()) {
+    if (!conn_ || !conn_->alive()) {
       connect();
       return std::exchange(armed_, true);
     }
@@ -1949,51 +2060,70 @@ class PostgresStorage final : public Storage {
     if (!options.read_only) writer_ = std::make_unique<PgWriter>(target_, options, channel_);
   }
 
+  // Text the server cannot hold is refused here, on the caller's thread: it never reaches a
+  // commit group, where the server would refuse it for the whole group.
   std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
                                    const AppendHook* hook) override {
+    for (const AppendView& a : appends) validate_server_text(a.stream, a.events);
     return writer("append to")->write(appends, sink, hook);
   }
 
   void read_page(const PageQuery& query, std::size_t limit,
                  std::vector<RecordedEvent>& page) override {
-    auto c = readers_.acquire();
-    std::size_t n = 0;
-    try {
-      walk_page(*c, query, limit, [&](const EventView& v) {
-        if (n == page.size()) page.emplace_back();
-        assign(page[n++], v);
-        return true;
-      });
-    } catch (...) {
+    if (!storable(query)) {
       page.clear();
-      throw;
+      return;
     }
-    page.resize(n);
+    read([&](PgConn& c) {
+      std::size_t n = 0;
+      try {
+        walk_page(c, query, limit, [&](const EventView& v) {
+          if (n == page.size()) page.emplace_back();
+          assign(page[n++], v);
+          return true;
+        });
+      } catch (...) {
+        page.clear();
+        throw;
+      }
+      page.resize(n);
+    });
   }
 
   PageEnd visit_page(const PageQuery& query, std::size_t limit, const ViewVisitor& visit) override {
-    auto c = readers_.acquire();
-    return walk_page(*c, query, limit, visit);
+    if (!storable(query)) return {};
+    bool visited = false;  // then a second try would hand `visit` some rows twice
+    return read(
+        [&](PgConn& c) {
+          return walk_page(c, query, limit, [&](const EventView& v) {
+            visited = true;
+            return visit(v);
+          });
+        },
+        &visited);
   }
 
   StreamVersion stream_version(std::string_view stream) override {
-    auto c = readers_.acquire();
-    PgResult r = Params().text(stream).run(
-        *c,
-        "SELECT max(e.stream_version) FROM streams s JOIN events e ON e.stream_key = "
-        "s.stream_key WHERE s.stream_id = $1",
-        "reading a stream's version");
-    return static_cast<StreamVersion>(r.rows() == 1 ? r.int64_or(0, 0, 0) : 0);
+    if (!is_server_text(stream)) return 0;  // no such stream can be stored
+    return read([&](PgConn& c) {
+      PgResult r = Params().text(stream).run(
+          c,
+          "SELECT max(e.stream_version) FROM streams s JOIN events e ON e.stream_key = "
+          "s.stream_key WHERE s.stream_id = $1",
+          "reading a stream's version");
+      return static_cast<StreamVersion>(r.rows() == 1 ? r.int64_or(0, 0, 0) : 0);
+    });
   }
 
   Head head() override {
-    auto c = readers_.acquire();
-    PgResult r =
-        Params().run(*c, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1",
-                     "reading the log's head");
-    if (r.rows() == 0) return Head{};
-    const auto position = static_cast<Position>(r.int64_or(0, 0, 0));
-    return head_of(position, r.bytes(0, 1));
+    return read([&](PgConn& c) {
+      PgResult r =
+          Params().run(c, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1",
+                       "reading the log's head");
+      if (r.rows() == 0) return Head{};
+      const auto position = static_cast<Position>(r.int64_or(0, 0, 0));
+      return head_of(position, r.bytes(0, 1));
+    });
   }
 
   LogEnd log_end() override {
@@ -2009,38 +2139,34 @@ class PostgresStorage final : public Storage {
   }
 
   std::optional<RecordedEvent> read_event(const EventId& id) override {
-    auto c = readers_.acquire();
-    PgResult r = Params().id(id).run(
-        *c,
-        select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
-                      "LEFT JOIN events p ON p.position = e.position - 1 WHERE e.event_id = $1")
-            .c_str(),
-        "reading an event");
-    std::vector<RecordedEvent> out;
-    read_events(r, out);
+    std::vector<RecordedEvent> out = read([&](PgConn& c) {
+      return read_events(Params().id(id).run(
+          c,
+          select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key LEFT "
+                        "JOIN events p ON p.position = e.position - 1 WHERE e.event_id = $1")
+              .c_str(),
+          "reading an event"));
+    });
     if (out.empty()) return std::nullopt;
     return std::move(out.front());
   }
 
   std::vector<RecordedEvent> compensations_of(const EventId& id) override {
-    auto c = readers_.acquire();
-    PgResult r = Params().id(id).run(
-        *c,
-        select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
-                      "LEFT JOIN events p ON p.position = e.position - 1 "
-                      "WHERE e.compensates = $1 ORDER BY e.position")
-            .c_str(),
-        "reading compensations");
-    std::vector<RecordedEvent> out;
-    read_events(r, out);
-    return out;
+    return read([&](PgConn& c) {
+      return read_events(Params().id(id).run(
+          c,
+          select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
+                        "LEFT JOIN events p ON p.position = e.position - 1 "
+                        "WHERE e.compensates = $1 ORDER BY e.position")
+              .c_str(),
+          "reading compensations"));
+    });
   }
 
   VerifyResult verify(const Hash* expected_head,
                       const std::function<void(Position)>& on_progress) override {
-    auto c = readers_.acquire();
     // One snapshot for everything below, however many appends commit meanwhile.
-    c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "verifying the hash chain");
+    auto c = begin_read("verifying the hash chain");
     ChainWalk walk(expected_head);
     PgResult counts =
         Params().run(*c, "SELECT count(*), min(position) FROM events", "counting the events");
@@ -2088,8 +2214,7 @@ class PostgresStorage final : public Storage {
   }
 
   void read_sql(const std::function<void(Sql&)>& fn) override {
-    auto c = readers_.acquire();
-    c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "starting a read transaction");
+    auto c = begin_read("starting a read transaction");
     PgSql sql(*c);
     fn(sql);
     c->exec("COMMIT", "ending a read transaction");
@@ -2100,6 +2225,42 @@ class PostgresStorage final : public Storage {
   }
 
  private:
+  // Runs `fn` on a pooled connection and returns what it returns. When the connection turns out
+  // broken (the server ended it: a restart, pg_terminate_backend), runs it once more on a new
+  // one, as a read changes nothing; unless `*started` says that `fn` has handed rows to its
+  // caller already. `fn` must leave nothing behind when it throws.
+  template <class Fn>
+  std::invoke_result_t<const Fn&, PgConn&> read(const Fn& fn, const bool* started = nullptr) {
+    for (int attempt = 0;; ++attempt) {
+      auto c = readers_.acquire();
+      try {
+        return fn(*c);
+      } catch (const StorageError&) {
+        if (attempt > 0 || c->ok() || (started != nullptr && *started)) throw;
+      }
+    }
+  }
+
+  // A pooled connection in a REPEATABLE READ READ ONLY transaction (begun again on a new
+  // connection when the first turns out broken, as read() does).
+  PgPool::Lease begin_read(std::string_view doing) {
+    for (int attempt = 0;; ++attempt) {
+      auto c = readers_.acquire();
+      try {
+        c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", doing);
+        return c;
+      } catch (const StorageError&) {
+        if (attempt > 0 || c->ok()) throw;
+      }
+    }
+  }
+
+  // False when `query` names a stream or category no PostgreSQL store can hold (its key is
+  // not server text): it has no events, and the server would refuse the key.
+  static bool storable(const PageQuery& query) noexcept {
+    return query.kind == PageQuery::Kind::all || is_server_text(query.key);
+  }
+
   PgWriter* writer(const char* doing) {
     if (!writer_) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot " + std::string(doing) +

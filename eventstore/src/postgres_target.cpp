@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -129,10 +130,36 @@ std::string session_options(const PostgresOptions& where) {
   return out + (out.empty() ? "" : " ") + "-c search_path=" + where.schema;
 }
 
+// The connect_timeout factum gives a connection whose place sets none: a server that accepts
+// the connection and never answers fails it after this long, not never.
+constexpr const char* kDefaultConnectTimeout = "10";
+
+// Whether libpq's environment sets the connect timeout (which then applies).
+bool environment_sets_connect_timeout() {
+  const char* value = std::getenv("PGCONNECT_TIMEOUT");
+  return value != nullptr && *value != '\0';
+}
+
+// Adds factum's default connect_timeout to `t` unless the environment sets one. Not shown: the
+// place is named as it was given.
+void add_default_connect_timeout(PgTarget& t) {
+  if (environment_sets_connect_timeout()) return;
+  t.keywords.emplace_back("connect_timeout");
+  t.values.emplace_back(kDefaultConnectTimeout);
+}
+
 }  // namespace
 
 PgTarget pg_target(const std::string& uri) {
-  return {{"dbname"}, {uri}, true, shown_location(uri)};
+  // The default first: libpq gives the parameters of an expanded dbname (the URI's own
+  // connect_timeout) precedence over the keywords before it.
+  PgTarget t;
+  add_default_connect_timeout(t);
+  t.keywords.emplace_back("dbname");
+  t.values.push_back(uri);
+  t.expand_dbname = true;
+  t.shown = shown_location(uri);
+  return t;
 }
 
 PgTarget pg_target(const PostgresOptions& where) {
@@ -146,6 +173,8 @@ PgTarget pg_target(const PostgresOptions& where) {
   add(t, "application_name", where.application_name);
   if (where.connect_timeout.count() > 0) {
     add(t, "connect_timeout", std::to_string(where.connect_timeout.count()));
+  } else {
+    add_default_connect_timeout(t);
   }
   add(t, "sslmode", where.sslmode);
   for (const auto& [key, value] : where.parameters) {

@@ -17,16 +17,20 @@ struct PgTarget {
   // libpq's keyword/value arrays (PQconnectdbParams), without their terminating nulls.
   std::vector<std::string> keywords;
   std::vector<std::string> values;
-  // True when the only pair is ("dbname", a URI) for libpq to expand.
+  // True when the value of "dbname" is a URI for libpq to expand (its parameters take
+  // precedence over the keywords before it: factum's defaults).
   bool expand_dbname = false;
   // The place for messages and EventStore::path(): the URI or the keywords, password masked.
   std::string shown;
 };
 
-// The target of a postgresql:// or postgres:// URI (libpq parses it when connecting).
+// The target of a postgresql:// or postgres:// URI (libpq parses it when connecting). Unless
+// the URI or the environment (PGCONNECT_TIMEOUT) sets a connect_timeout, connect_timeout = 10
+// seconds: every connection attempt ends, even against a port that accepts and never answers.
 PgTarget pg_target(const std::string& uri);
 
-// The target `where` names. Throws InvalidArgument naming the first field it refuses (see
+// The target `where` names (with the URI's default connect_timeout when where.connect_timeout
+// is zero). Throws InvalidArgument naming the first field it refuses (see
 // postgres_options.hpp); a password's value is never in the message.
 PgTarget pg_target(const PostgresOptions& where);
 

@@ -69,6 +69,26 @@ void validate_batch(std::string_view stream, std::span<const EventData> events,
   }
 }
 
+bool is_server_text(std::string_view text) noexcept {
+  return text.find('\0') == std::string_view::npos && is_utf8(text);
+}
+
+void validate_server_text(std::string_view stream, std::span<const EventData> events) {
+  // "the <field> '<value>'[ of event <id> of stream '<stream>'] is not ...": the field first.
+  const auto refuse = [&](std::string_view field, std::string_view value, const EventData* e) {
+    const std::string of =
+        e != nullptr ? " of event " + e->id.to_string() + " of stream '" + shown(stream) + "'" : "";
+    throw InvalidArgument("factum: the " + std::string(field) + " '" + shown(value) + "'" + of +
+                          " is not valid UTF-8 or holds a NUL byte: a PostgreSQL store keeps it "
+                          "in a text column, which holds UTF-8 only");
+  };
+  if (!is_server_text(stream)) refuse("stream id", stream, nullptr);
+  for (const EventData& e : events) {
+    if (!is_server_text(e.type)) refuse("type", e.type, &e);
+    if (!is_server_text(e.metadata.actor)) refuse("actor", e.metadata.actor, &e);
+  }
+}
+
 void check_unique_ids(std::span<const std::span<const EventData>> batches,
                       std::span<const std::string_view> streams) {
   std::size_t total = 0;

@@ -245,6 +245,48 @@ TEST_CASE("invalid arguments throw InvalidArgument and write nothing") {
   CHECK(t.store.head_position() == 1);
 }
 
+#ifdef FACTUM_TEST_POSTGRES
+// PostgreSQL keeps stream ids, types and actors in text columns, which hold UTF-8 only.
+TEST_CASE("a stream id, type or actor that is not UTF-8 is refused before it reaches the server") {
+  TempStore t;
+  const std::string bad = "caf\xff";
+  const auto refusal = [&](const std::string& stream, const EventData& e) -> std::string {
+    try {
+      t.store.append(stream, ExpectedVersion::any(), e);
+    } catch (const InvalidArgument& error) {
+      return error.what();
+    }
+    return "accepted";
+  };
+  EventData with_actor = make_event();
+  with_actor.metadata.actor = bad;
+  EventData with_nul_actor = make_event();
+  with_nul_actor.metadata.actor = std::string("a\0b", 3);
+  CHECK(refusal("a-" + bad, make_event()).find("the stream id 'a-caf\\xff'") != std::string::npos);
+  CHECK(refusal("a-1", make_event(bad)).find("the type 'caf\\xff'") != std::string::npos);
+  CHECK(refusal("a-1", with_actor).find("the actor 'caf\\xff'") != std::string::npos);
+  CHECK(refusal("a-1", with_nul_actor).find("the actor 'a\\x00b'") != std::string::npos);
+  CHECK(t.store.head_position() == 0);
+  CHECK(t.store.stream_version("a-" + bad) == 0);
+  CHECK(t.store.read_stream("a-" + bad).to_vector().empty());
+}
+#else
+// SQLite keeps them as the bytes given (docs/storage-format.md): no UTF-8 check.
+TEST_CASE("a stream id, type or actor that is not UTF-8 is stored as its bytes") {
+  TempStore t;
+  const std::string bad = "caf\xff";
+  EventData e = make_event(bad);
+  e.metadata.actor = std::string("a\0\xff", 3);
+  t.store.append("a-" + bad, ExpectedVersion::no_stream(), e);
+  const auto read = t.store.read_stream("a-" + bad).to_vector();
+  REQUIRE(read.size() == 1);
+  CHECK(read[0].stream_id == "a-" + bad);
+  CHECK(read[0].type == bad);
+  CHECK(read[0].metadata.actor == e.metadata.actor);
+  CHECK(t.store.verify().ok());
+}
+#endif
+
 TEST_CASE("a batch with one bad event writes none of its events") {
   StoreOptions o = TempStore::fast_options();
   o.max_payload_size = 4;

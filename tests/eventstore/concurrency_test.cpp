@@ -475,6 +475,102 @@ TEST_CASE("a slot connected while an append waits for the write lock hears of it
 }
 #endif  // FACTUM_TEST_POSTGRES
 
+namespace {
+
+// Makes the store's database refuse every event of type `type` (a rule of the database the
+// library does not know: a trigger on SQLite, a CHECK constraint on PostgreSQL).
+void refuse_type_in_database(EventStore& store, const std::string& type) {
+  store.write_sql([&](Sql& sql) {
+    if (sql.dialect() == SqlDialect::postgres) {
+      sql.execute("ALTER TABLE events ADD CONSTRAINT refused_type CHECK (type <> '" + type + "')");
+    } else {
+      sql.execute("CREATE TRIGGER refused_type BEFORE INSERT ON events WHEN NEW.type = '" + type +
+                  "' BEGIN SELECT RAISE(ABORT, 'refused by a rule of the database'); END");
+    }
+  });
+}
+
+// What `kThreads` threads saw appending `kAppends` events each, each to a new stream, thread 0
+// with `bad` events (the others with good ones): how many calls landed, and the messages of
+// the calls that threw, per thread.
+struct Appended {
+  std::vector<int> landed;
+  std::vector<std::vector<std::string>> errors;
+  // Thread i's first error message ("" when none).
+  std::string first_error(int i) const {
+    const auto& mine = errors[static_cast<std::size_t>(i)];
+    return mine.empty() ? std::string() : mine.front();
+  }
+};
+
+Appended append_beside_bad_thread(EventStore& store, int threads, int appends,
+                                  const std::function<EventData()>& bad) {
+  Appended out{std::vector<int>(threads, 0), std::vector<std::vector<std::string>>(threads)};
+  run_threads(threads, [&](int i) {
+    for (int k = 0; k < appends; ++k) {
+      const std::string stream = "t" + std::to_string(i) + "-" + std::to_string(k);
+      try {
+        store.append(stream, ExpectedVersion::no_stream(), i == 0 ? bad() : make_event());
+        ++out.landed[static_cast<std::size_t>(i)];
+      } catch (const Error& e) {
+        out.errors[static_cast<std::size_t>(i)].push_back(e.what());
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an append the database refuses for its own data fails alone: its group commits") {
+  // Thread 0's events break a rule of the database; its appends share commit groups with the
+  // others' (8 threads appending as fast as they can). Each must fail alone.
+  constexpr int kThreads = 8;
+  constexpr int kAppends = 40;
+  TempStore t;
+  refuse_type_in_database(t.store, "test.Refused");
+  const Appended seen = append_beside_bad_thread(t.store, kThreads, kAppends,
+                                                 [] { return make_event("test.Refused"); });
+  CHECK(seen.landed[0] == 0);
+  CHECK(seen.errors[0].size() == kAppends);
+  for (int i = 1; i < kThreads; ++i) {
+    CAPTURE(i);
+    CHECK(seen.landed[static_cast<std::size_t>(i)] == kAppends);
+    CHECK(seen.first_error(i) == "");
+  }
+  CHECK(t.store.head_position() == (kThreads - 1) * kAppends);
+  CHECK(t.store.verify().ok());
+}
+
+TEST_CASE("an append with text that is not UTF-8 fails no other caller's append") {
+  // On PostgreSQL thread 0's type, stream id or actor is refused (InvalidArgument) before it
+  // joins a group; SQLite stores the bytes. Either way the other threads' appends all land.
+  constexpr int kThreads = 8;
+  constexpr int kAppends = 40;
+  TempStore t;
+  int n = 0;
+  const Appended seen = append_beside_bad_thread(t.store, kThreads, kAppends, [&] {
+    EventData e = make_event(n % 2 == 0 ? "test.\xff" : "test.Happened");
+    if (n++ % 2 == 1) e.metadata.actor = "actor \xfe";
+    return e;
+  });
+#ifdef FACTUM_TEST_POSTGRES
+  CHECK(seen.landed[0] == 0);
+  REQUIRE(seen.errors[0].size() == kAppends);
+  CHECK(seen.errors[0][0].find("the type 'test.\\xff'") != std::string::npos);
+  CHECK(seen.errors[0][1].find("the actor 'actor \\xfe'") != std::string::npos);
+#else
+  CHECK(seen.landed[0] == kAppends);
+#endif
+  for (int i = 1; i < kThreads; ++i) {
+    CAPTURE(i);
+    CHECK(seen.landed[static_cast<std::size_t>(i)] == kAppends);
+    CHECK(seen.first_error(i) == "");
+  }
+  CHECK(t.store.head_position() == (kThreads - 1) * kAppends + seen.landed[0]);
+  CHECK(t.store.verify().ok());
+}
+
 TEST_CASE("readers beside appending writers see gap-free positions and whole batches") {
   constexpr int kWriters = 4;
   constexpr int kBatches = 40;

@@ -4,6 +4,7 @@
 // eventstore suites' job, compiled a second time against PostgreSQL.)
 #include <doctest/doctest.h>
 #include <libpq-fe.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,12 +13,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/pg_test.hpp"
+#include "support/silent_server.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
@@ -665,4 +668,74 @@ TEST_CASE("postgres: retries and stored ids are told apart after a remembered ap
   CHECK(next == AppendResult{3, 3, 3});
   CHECK(a.append("acct-1", ExpectedVersion::exact(3), make_events(1)).first_position == 4);
   CHECK(a.verify().ok());
+}
+
+namespace {
+
+// Leaves `depth` connections idle in the store's pool (nested reads each take one).
+void fill_pool(EventStore& store, int depth) {
+  if (depth == 0) return;
+  store.read_sql([&](Sql&) { fill_pool(store, depth - 1); });
+}
+
+}  // namespace
+
+TEST_CASE("postgres: a server that accepts the connection and never answers fails open in time") {
+  // No connect_timeout in the URI: factum's default (10 s) ends the wait, and names the host.
+  factum::test::SilentServer server;
+  const std::string port = std::to_string(server.port());
+  const std::string message = factum::test::error_connecting(
+      server, [&] { EventStore::open("postgresql://factum@127.0.0.1:" + port + "/postgres"); });
+  CHECK(message.find("timeout expired") != std::string::npos);
+  CHECK(message.find("127.0.0.1:" + port) != std::string::npos);
+  CHECK(message.find("[io]") != std::string::npos);
+}
+
+TEST_CASE("postgres: reads and appends after the server ended the store's idle connections work") {
+  // The server ends every session of the store (pg_terminate_backend, as an administrator or a
+  // restart does) while they sit idle in its pool: the next calls use new connections.
+  const std::string name = "ended_" + std::to_string(::getpid());
+  EventStore store = EventStore::open(factum::test::pg_with_application_name(pg_test_uri(), name),
+                                      TempStore::fast_options());
+  store.append("acct-1", ExpectedVersion::no_stream(), make_events(3));
+  fill_pool(store, 4);
+  Raw raw(factum::test::pg_server_uri());
+  CHECK(std::stoi(raw.text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                           "application_name = '" +
+                           name + "'")) >= 5);
+  REQUIRE(factum::test::pg_await_sessions_gone(
+      name, std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+
+  for (int i = 0; i < 3; ++i) {
+    CHECK(store.stream_version("acct-1") == 3);
+    CHECK(store.read_stream("acct-1").to_vector().size() == 3);
+    CHECK(store.head_position() == 3);
+  }
+  std::optional<std::int64_t> streams;
+  store.read_sql([&](Sql& sql) { streams = sql.query_integer("SELECT count(*) FROM streams"); });
+  CHECK(streams == std::int64_t{1});
+  CHECK(store.verify().ok());
+  CHECK(store.append("acct-1", ExpectedVersion::exact(3), make_events(1)) == AppendResult{4, 4, 4});
+  CHECK(store.read_all().to_vector().size() == 4);
+}
+
+TEST_CASE(
+    "postgres: the server's message about refused data reaches the caller in one escaped line") {
+  // The server quotes the row it refused (DETAIL: Failing row contains ...), actor included.
+  TempStore t;
+  t.store.write_sql([](Sql& sql) {
+    sql.execute("ALTER TABLE events ADD CONSTRAINT refused_type CHECK (type <> 'test.Refused')");
+  });
+  EventData e = make_event("test.Refused");
+  e.metadata.actor = "mallory\x1b]0;owned\x07";
+  try {
+    t.store.append("acct-1", ExpectedVersion::any(), e);
+    FAIL("the database accepted a refused type");
+  } catch (const StorageError& error) {
+    const std::string message = error.what();
+    CHECK(message.find("refused_type") != std::string::npos);
+    CHECK(message.find("mallory\\x1b]0;owned\\x07") != std::string::npos);
+    CHECK(message.find('\x1b') == std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "support/pg_test.hpp"
+#include "support/silent_server.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
@@ -173,6 +174,22 @@ TEST_CASE("postgres: a refused connection is a StorageError whose message holds 
     CHECK(message.find(kSecret) == std::string::npos);
     CHECK(message.find("password=***") != std::string::npos);
   }
+}
+
+TEST_CASE(
+    "postgres: PostgresOptions without connect_timeout fail open in time on a silent server") {
+  // connect_timeout 0: factum's default (10 s) ends the wait, and the message names the host.
+  factum::test::SilentServer server;
+  PostgresOptions where;
+  where.host = "127.0.0.1";
+  where.port = server.port();
+  where.user = "factum";
+  where.dbname = "postgres";
+  const std::string message =
+      factum::test::error_connecting(server, [&] { EventStore::open(where); });
+  CHECK(message.find("timeout expired") != std::string::npos);
+  CHECK(message.find("host=127.0.0.1 port=" + std::to_string(server.port())) != std::string::npos);
+  CHECK(message.find("[io]") != std::string::npos);
 }
 
 TEST_CASE("postgres: path() of a PostgresOptions store names it without the password") {

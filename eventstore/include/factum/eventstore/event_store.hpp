@@ -208,7 +208,8 @@ class EventStore {
   // retry when each stored event also has the same type, schema version, payload and
   // metadata: it returns the first try's result and writes nothing, whatever `expected` is.
   // Throws InvalidArgument (empty batch, bad stream id, empty type, payload too large, a
-  // `compensates` naming no event of this stream), ConcurrencyError (version mismatch),
+  // `compensates` naming no event of this stream; on PostgreSQL also a stream id, type or actor
+  // that is not valid UTF-8 or holds a NUL byte), ConcurrencyError (version mismatch),
   // DuplicateEventError (ids partly stored, stored in another stream, or stored with other
   // content), StorageError. Nothing is written when it throws; after a StorageError, retry
   // the same events (same ids) to be sure (docs/eventstore.md, "A failed commit").

@@ -74,9 +74,11 @@ struct PostgresOptions {
   // The name the server shows for the store's sessions (pg_stat_activity). Empty: libpq's
   // default (PGAPPNAME, else none). Default: empty.
   std::string application_name;
-  // How long each connection attempt may take before it fails with StorageError (kind io).
-  // Zero: libpq's default (PGCONNECT_TIMEOUT, else wait as long as the operating system does).
-  // libpq waits at least 2 seconds. Default: 0.
+  // How long each connection attempt may take before it fails with StorageError (kind io)
+  // naming the host. Zero: PGCONNECT_TIMEOUT when the environment sets it, else 10 seconds
+  // (factum's default, as for a URI without connect_timeout: a server that accepts the
+  // connection and never answers fails it, never hangs it). libpq waits at least 2 seconds.
+  // Default: 0.
   std::chrono::seconds connect_timeout{0};
   // TLS: "disable", "allow", "prefer", "require", "verify-ca" or "verify-full" (libpq's
   // sslmode). Empty: libpq's default (PGSSLMODE, else "prefer"). Default: empty.
