@@ -3,6 +3,7 @@
 #include <array>
 
 #include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/text.hpp"
 #include "factum/kafka/errors.hpp"
 
 namespace factum::kafka::detail {
@@ -11,7 +12,8 @@ void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::str
   std::array<char, 512> error{};
   if (librdkafka().rd_kafka_conf_set(&conf, name.c_str(), value.c_str(), error.data(),
                                      error.size()) != RD_KAFKA_CONF_OK) {
-    throw InvalidArgument("factum kafka: property '" + name + "': " + error.data());
+    throw InvalidArgument("factum: kafka: property '" + printable(name) +
+                          "': " + printable(error.data()));
   }
 }
 
@@ -25,8 +27,10 @@ Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what) {
   std::array<char, 512> error{};
   // On success rd_kafka_new takes the configuration; on failure it stays ours.
   Client client(librdkafka().rd_kafka_new(type, conf.get(), error.data(), error.size()));
-  if (!client)
-    throw KafkaError(what, 0, "factum kafka: cannot create " + what + ": " + error.data());
+  if (!client) {
+    throw KafkaError(what, 0,
+                     "factum: kafka: cannot create " + what + ": " + printable(error.data()));
+  }
   static_cast<void>(conf.release());
   return client;
 }

@@ -48,7 +48,8 @@ using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDe
 Conf make_conf(const std::map<std::string, std::string>& properties);
 // Sets one property. Throws InvalidArgument naming it.
 void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value);
-// A client of `type` owning `conf`. Throws KafkaError (subject `what`).
+// A client of `type` owning `conf`. Throws KafkaError (subject `what`, which names the client
+// with its user-given parts escaped by factum::printable).
 Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
 
 // Hands one record to `producer` (key and value copied, RD_KAFKA_MSG_F_COPY), with `opaque`

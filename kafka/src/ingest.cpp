@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client.hpp"
+#include "factum/eventstore/text.hpp"
 #include "offsets.hpp"
 #include "record_event.hpp"
 
@@ -28,8 +29,8 @@ using detail::Partitions;
 constexpr int kMetadataTimeoutMs = 10000;
 
 void check(const IngestOptions& options) {
-  if (options.name.empty()) throw InvalidArgument("factum kafka: an ingest needs a name");
-  const std::string what = "factum kafka: ingest '" + options.name + "' ";
+  if (options.name.empty()) throw InvalidArgument("factum: kafka: an ingest needs a name");
+  const std::string what = "factum: kafka: ingest '" + printable(options.name) + "' ";
   if (options.topic.empty()) throw InvalidArgument(what + "needs a topic");
   if (!options.stream_for_key) throw InvalidArgument(what + "needs stream_for_key");
   if (options.event_type.empty()) throw InvalidArgument(what + "needs an event_type");
@@ -183,8 +184,9 @@ class Ingest::Impl {
           consumer_.get(), options_.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
       if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
         throw KafkaError(options_.topic, static_cast<int>(error),
-                         "factum kafka: ingest '" + options_.name + "' cannot read the end of " +
-                             "partition " + std::to_string(p) + " of topic '" + options_.topic +
+                         "factum: kafka: ingest '" + printable(options_.name) +
+                             "' cannot read the end of " + "partition " + std::to_string(p) +
+                             " of topic '" + printable(options_.topic) +
                              "': " + librdkafka().rd_kafka_err2str(error));
       }
       out[p] = high;
@@ -206,8 +208,9 @@ class Ingest::Impl {
       librdkafka().rd_kafka_conf_set_rebalance_cb(conf.get(), &Impl::on_rebalance);
       librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     }
-    detail::Client client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
-                                                "consumer of ingest '" + options_.name + "'");
+    detail::Client client =
+        detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
+                            "consumer of ingest '" + printable(options_.name) + "'");
     librdkafka().rd_kafka_poll_set_consumer(client.get());
     return client;
   }
@@ -218,8 +221,8 @@ class Ingest::Impl {
         detail::partition_count(*consumer_, options_.topic, kMetadataTimeoutMs, count);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
       throw KafkaError(options_.topic, static_cast<int>(error),
-                       "factum kafka: ingest '" + options_.name +
-                           "' cannot read the partitions of topic '" + options_.topic +
+                       "factum: kafka: ingest '" + printable(options_.name) +
+                           "' cannot read the partitions of topic '" + printable(options_.topic) +
                            "': " + librdkafka().rd_kafka_err2str(error));
     }
     return count;
@@ -240,8 +243,8 @@ class Ingest::Impl {
   void check_assign(rd_kafka_resp_err_t error, std::string_view what = "assign") const {
     if (error == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     throw KafkaError(options_.topic, static_cast<int>(error),
-                     "factum kafka: ingest '" + options_.name + "' cannot " + std::string(what) +
-                         " topic '" + options_.topic +
+                     "factum: kafka: ingest '" + printable(options_.name) + "' cannot " +
+                         std::string(what) + " topic '" + printable(options_.topic) +
                          "': " + librdkafka().rd_kafka_err2str(error));
   }
 
@@ -379,19 +382,20 @@ class Ingest::Impl {
     if (record.err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
       return KafkaError(
           options_.topic, static_cast<int>(record.err),
-          "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
-              "' partition " + std::to_string(record.partition) + ": the stored offset " +
-              stored_offset_text(record.partition) +
+          "factum: kafka: ingest '" + printable(options_.name) + "' on topic '" +
+              printable(options_.topic) + "' partition " + std::to_string(record.partition) +
+              ": the stored offset " + stored_offset_text(record.partition) +
               " is no longer in the topic (records deleted by retention before they were "
               "ingested, or the topic was recreated; " +
-              librdkafka().rd_kafka_message_errstr(&record) +
+              printable(librdkafka().rd_kafka_message_errstr(&record)) +
               "); nothing after it is ingested. To accept the loss and go on, give the property "
               "auto.offset.reset=earliest, or store another offset for the partition");
     }
     return KafkaError(options_.topic, static_cast<int>(record.err),
-                      "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
-                          "' partition " + std::to_string(record.partition) + ": " +
-                          librdkafka().rd_kafka_message_errstr(&record));
+                      "factum: kafka: ingest '" + printable(options_.name) + "' on topic '" +
+                          printable(options_.topic) + "' partition " +
+                          std::to_string(record.partition) + ": " +
+                          printable(librdkafka().rd_kafka_message_errstr(&record)));
   }
 
   // The partition's stored offset as text ("(none)" when none is stored, or unreadable).

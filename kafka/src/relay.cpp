@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client.hpp"
+#include "factum/eventstore/text.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "headers.hpp"
 #include "transaction.hpp"
@@ -63,27 +64,29 @@ void require_property(const RelayOptions& options, const std::string& name,
   for (const char* value : allowed) {
     if (it->second == value) return;
   }
-  throw InvalidArgument("factum kafka: relay '" + options.name + "': property '" + name +
-                        "' must be '" + *allowed.begin() + "', not '" + it->second + "'");
+  throw InvalidArgument("factum: kafka: relay '" + printable(options.name) + "': property '" +
+                        printable(name) + "' must be '" + *allowed.begin() + "', not '" +
+                        printable(it->second) + "'");
 }
 
 void check(const RelayOptions& options) {
-  if (options.name.empty()) throw InvalidArgument("factum kafka: a relay needs a name");
+  if (options.name.empty()) throw InvalidArgument("factum: kafka: a relay needs a name");
   if (options.topic.empty()) {
-    throw InvalidArgument("factum kafka: relay '" + options.name + "' needs a topic");
+    throw InvalidArgument("factum: kafka: relay '" + printable(options.name) + "' needs a topic");
   }
   if (options.batch_size == 0) {
-    throw InvalidArgument("factum kafka: relay '" + options.name + "': batch_size must be > 0");
+    throw InvalidArgument("factum: kafka: relay '" + printable(options.name) +
+                          "': batch_size must be > 0");
   }
   require_property(options, "enable.idempotence", {"true"});
   require_property(options, "acks", {"all", "-1"});
   if (options.kafka.count("transactional.id") != 0) {
-    throw InvalidArgument("factum kafka: relay '" + options.name +
+    throw InvalidArgument("factum: kafka: relay '" + printable(options.name) +
                           "': give the transactional id as RelayOptions::transactional_id, not as "
                           "the property 'transactional.id'");
   }
   if (!options.transactional_id.empty() && options.transaction_timeout.count() <= 0) {
-    throw InvalidArgument("factum kafka: relay '" + options.name +
+    throw InvalidArgument("factum: kafka: relay '" + printable(options.name) +
                           "': transaction_timeout must be > 0");
   }
 }
@@ -207,7 +210,7 @@ class Relay::Impl {
     librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     if (transactional()) detail::set_property(*conf, "transactional.id", options_.transactional_id);
     return detail::make_client(RD_KAFKA_PRODUCER, std::move(conf),
-                               "producer of relay '" + options_.name + "'");
+                               "producer of relay '" + printable(options_.name) + "'");
   }
 
   Position checkpoint() const {
@@ -322,10 +325,11 @@ class Relay::Impl {
 
   // Records and throws the failure of `event`; a producer in a fatal state is replaced.
   [[noreturn]] void fail(const Handed& event, rd_kafka_resp_err_t code) {
-    std::string message = "factum kafka: relay '" + options_.name + "': the event at position " +
-                          std::to_string(event.position) + " (id " + event.id.to_string() +
-                          ", stream " + event.stream + ") was not delivered to topic '" +
-                          options_.topic + "': " + librdkafka().rd_kafka_err2str(code);
+    std::string message = "factum: kafka: relay '" + printable(options_.name) +
+                          "': the event at position " + std::to_string(event.position) + " (id " +
+                          event.id.to_string() + ", stream " + printable(event.stream) +
+                          ") was not delivered to topic '" + printable(options_.topic) +
+                          "': " + librdkafka().rd_kafka_err2str(code);
     std::array<char, 512> fatal{};
     if (librdkafka().rd_kafka_fatal_error(producer_.get(), fatal.data(), fatal.size()) !=
         RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -349,10 +353,10 @@ class Relay::Impl {
   void init_transactions() {
     const detail::TxnResult r = detail::init_transactions(*producer_, options_.transaction_timeout);
     if (r.ok()) return;
-    throw KafkaError("producer of relay '" + options_.name + "'", r.code,
-                     "factum kafka: relay '" + options_.name +
+    throw KafkaError("producer of relay '" + printable(options_.name) + "'", r.code,
+                     "factum: kafka: relay '" + printable(options_.name) +
                          "': cannot initialise transactions with transactional.id '" +
-                         options_.transactional_id + "': " + r.message);
+                         printable(options_.transactional_id) + "': " + printable(r.message));
   }
 
   // One batch in one transaction: begin, hand over, every report in, commit, then the
@@ -415,10 +419,12 @@ class Relay::Impl {
     if (r.kind == detail::TxnResult::Kind::kFatal) give_up("commit the transaction", r);
     abort_transaction();  // abortable, or still retriable after transaction_timeout
     const Handed& first = batch.records.front();
-    std::string message =
-        "factum kafka: relay '" + options_.name + "': the transaction of the events at positions " +
-        std::to_string(first.position) + ".." + std::to_string(batch.records.back().position) +
-        " was aborted, nothing of it published to topic '" + options_.topic + "': " + r.message;
+    std::string message = "factum: kafka: relay '" + printable(options_.name) +
+                          "': the transaction of the events at positions " +
+                          std::to_string(first.position) + ".." +
+                          std::to_string(batch.records.back().position) +
+                          " was aborted, nothing of it published to topic '" +
+                          printable(options_.topic) + "': " + printable(r.message);
     record_error(message);
     throw DeliveryError(options_.topic, first.position, r.code, message);
   }
@@ -437,7 +443,7 @@ class Relay::Impl {
     abort_transaction();
     if (!abort_pending_) return;
     const Position next = checkpoint() + 1;
-    std::string message = "factum kafka: relay '" + options_.name +
+    std::string message = "factum: kafka: relay '" + printable(options_.name) +
                           "': the previous transaction is not aborted yet, so the events from "
                           "position " +
                           std::to_string(next) + " on wait";
@@ -451,18 +457,20 @@ class Relay::Impl {
   }
 
   [[noreturn]] void give_up(const std::string& what, const detail::TxnResult& r) {
-    std::string message = "factum kafka: relay '" + options_.name + "': cannot " + what +
-                          " (transactional.id '" + options_.transactional_id + "'): " + r.message +
+    std::string message = "factum: kafka: relay '" + printable(options_.name) + "': cannot " +
+                          what + " (transactional.id '" + printable(options_.transactional_id) +
+                          "'): " + printable(r.message) +
                           "; the relay is unusable, create a new one";
     unusable_code_ = r.code;
     unusable_ = message;
     record_error(message);
-    throw KafkaError("producer of relay '" + options_.name + "'", r.code, message);
+    throw KafkaError("producer of relay '" + printable(options_.name) + "'", r.code, message);
   }
 
   void throw_if_unusable() const {
     if (unusable_.empty()) return;
-    throw KafkaError("producer of relay '" + options_.name + "'", unusable_code_, unusable_);
+    throw KafkaError("producer of relay '" + printable(options_.name) + "'", unusable_code_,
+                     unusable_);
   }
 
   EventStore& store_;

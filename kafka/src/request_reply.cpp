@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "client.hpp"
+#include "factum/eventstore/text.hpp"
 #include "factum/kafka/headers.hpp"
 
 namespace factum::kafka {
@@ -52,7 +53,7 @@ class Requester::Impl {
  public:
   explicit Impl(RequesterOptions options) : options_(std::move(options)) {
     if (options_.reply_topic.empty()) {
-      throw InvalidArgument("factum kafka: a requester needs a reply_topic");
+      throw InvalidArgument("factum: kafka: a requester needs a reply_topic");
     }
     detail::Conf producer_conf = detail::make_conf(options_.kafka);
     detail::set_property(*producer_conf, "enable.idempotence", "true");
@@ -62,8 +63,9 @@ class Requester::Impl {
     consumer_properties.try_emplace("group.id", "factum-requester");
     consumer_properties["enable.auto.commit"] = "false";
     consumer_properties["enable.auto.offset.store"] = "false";
-    consumer_ = detail::make_client(RD_KAFKA_CONSUMER, detail::make_conf(consumer_properties),
-                                    "consumer of reply topic '" + options_.reply_topic + "'");
+    consumer_ =
+        detail::make_client(RD_KAFKA_CONSUMER, detail::make_conf(consumer_properties),
+                            "consumer of reply topic '" + printable(options_.reply_topic) + "'");
     librdkafka().rd_kafka_poll_set_consumer(consumer_.get());
     partition_count_ = read_partition_count();
   }
@@ -73,7 +75,7 @@ class Requester::Impl {
   }
 
   std::optional<Reply> request(const Request& request, std::chrono::milliseconds timeout) {
-    if (request.topic.empty()) throw InvalidArgument("factum kafka: a request needs a topic");
+    if (request.topic.empty()) throw InvalidArgument("factum: kafka: a request needs a topic");
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     assign_reply_ends();  // before the command goes: its reply cannot come earlier
     const EventId correlation = EventId::generate();
@@ -143,14 +145,15 @@ class Requester::Impl {
 
   DeliveryError not_sent(const Request& request, rd_kafka_resp_err_t code) const {
     return DeliveryError(request.topic, 0, static_cast<int>(code),
-                         "factum kafka: the request to topic '" + request.topic +
+                         "factum: kafka: the request to topic '" + printable(request.topic) +
                              "' was not delivered: " + librdkafka().rd_kafka_err2str(code));
   }
 
   KafkaError reply_error(rd_kafka_resp_err_t code, const std::string& what) const {
     return KafkaError(options_.reply_topic, static_cast<int>(code),
-                      "factum kafka: requester " + what + " of reply topic '" +
-                          options_.reply_topic + "': " + librdkafka().rd_kafka_err2str(code));
+                      "factum: kafka: requester " + what + " of reply topic '" +
+                          printable(options_.reply_topic) +
+                          "': " + librdkafka().rd_kafka_err2str(code));
   }
 
   const RequesterOptions options_;

@@ -281,6 +281,17 @@ TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1"
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "no.such.property"));
+  CHECK(r.err.rfind("factum: kafka: ", 0) == 0);  // the library's prefix, not said twice
+}
+
+TEST_CASE("a property name with control characters is shown escaped in the error") {
+  MockCluster cluster;
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"-X", "no.such\x1b[31m\x07=1", "--once"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "no.such\\x1b[31m\\x07"));
+  CHECK_FALSE(contains(r.err, "\x1b"));
 }
 
 // librdkafka is loaded when the bridge is first used (factum/kafka/librdkafka.hpp): without it,
