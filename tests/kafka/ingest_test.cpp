@@ -636,3 +636,29 @@ TEST_CASE("records deleted before they were ingested stop the ingest with an err
   CHECK(handled >= 1);
   CHECK(going_on.offsets().at(0) > 5);
 }
+
+TEST_CASE("a compensation keeps the id it compensates through relay and ingest") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore source;
+  source.store.append("account-1", ExpectedVersion::any(), test::make_event("bank.Deposited", "5"));
+  const RecordedEvent deposit = *source.store.read_all(1).begin();
+  EventData reversal = test::make_event("bank.DepositReversed", "5");
+  reversal.metadata.compensates = deposit.id;
+  source.store.append("account-1", ExpectedVersion::any(), reversal);
+  kafka::RelayOptions relay_options;
+  relay_options.name = "out";
+  relay_options.topic = kTopic;
+  relay_options.kafka = {{"bootstrap.servers", cluster.bootstrap_servers()}};
+  kafka::Relay relay(source.store, relay_options);
+  REQUIRE(relay.publish_once() == 2);
+
+  TempStore target;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [](std::string_view key) { return std::string(key); };
+  Ingest ingest(target.store, options);
+  REQUIRE(poll_until(ingest, 2) == 2);
+  const auto copy = target.store.read_event(reversal.id);
+  REQUIRE(copy.has_value());
+  CHECK(copy->metadata.compensates == deposit.id);
+}

@@ -15,8 +15,8 @@
 //   type           the factum-type header, else options.event_type
 //   schema version the factum-schema-version header, else 1
 //   payload        the record's value
-//   metadata       correlation and causation ids from their headers (when UUIDs); the
-//                  key/value "kafka.topic" = the topic
+//   metadata       correlation and causation ids and the compensated event's id from their
+//                  headers (when UUIDs); the key/value "kafka.topic" = the topic
 // Every field is a function of the record alone, so consuming a record again gives the same
 // event, which the store recognises as a retry and does not write again.
 //
