@@ -18,6 +18,7 @@
 #include "client.hpp"
 #include "factum/eventstore/text.hpp"
 #include "offsets.hpp"
+#include "record_error.hpp"
 #include "record_event.hpp"
 
 namespace factum::kafka {
@@ -86,6 +87,7 @@ struct OffsetHook {
 
 // One consumed record and the event it becomes.
 struct Ingested {
+  std::string key;
   std::string stream;
   EventData event;
   std::int32_t partition = 0;
@@ -412,7 +414,7 @@ class Ingest::Impl {
 
   Ingested ingested(const rd_kafka_message_t& record) const {
     const std::string_view key(static_cast<const char*>(record.key), record.key_len);
-    return Ingested{options_.stream_for_key(key),
+    return Ingested{std::string(key), options_.stream_for_key(key),
                     detail::record_event(record, options_.topic, options_.event_type),
                     record.partition, record.offset};
   }
@@ -444,7 +446,13 @@ class Ingest::Impl {
         // One record at a time below: the same failure comes back at the record that causes it.
       }
     }
-    for (const Ingested& one : chunk) append_in_one(std::span(&one, 1));
+    for (const Ingested& one : chunk) {
+      try {
+        append_in_one(std::span(&one, 1));
+      } catch (const Error&) {
+        detail::rethrow_naming({options_.name, options_.topic, one.partition, one.offset, one.key});
+      }
+    }
   }
 
   void append_in_one(std::span<const Ingested> chunk) {

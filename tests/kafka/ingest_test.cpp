@@ -662,3 +662,24 @@ TEST_CASE("a compensation keeps the id it compensates through relay and ingest")
   REQUIRE(copy.has_value());
   CHECK(copy->metadata.compensates == deposit.id);
 }
+
+TEST_CASE("the error of a record that cannot be appended names its topic, partition and offset") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempStore t;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [](std::string_view key) {
+    return key == "k1" ? std::string() : "payment-" + std::string(key);
+  };
+  Ingest ingest(t.store, options);
+  try {
+    poll_until(ingest, 3);
+    FAIL("a record with no stream id was appended");
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("topic 'payments' partition 0 offset 1 (key 'k1')") != std::string::npos);
+    CHECK(what.find("store the offset 2 for partition 0") != std::string::npos);
+  }
+}

@@ -108,10 +108,11 @@ class Ingest {
   // record; a repeated event id starts another transaction). When that transaction fails, the
   // records are appended one by one, each in its own transaction, so the records before a bad
   // one are stored and the error is the bad record's. Returns how many records were handled
-  // (appended, or recognised as stored already). Throws what append throws
-  // (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored with
-  // other content or in another stream, StorageError); the consumer then goes back to the stored
-  // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
+  // (appended, or recognised as stored already). Throws what append throws, of the same type,
+  // its message naming the record (topic, partition, offset, key) and the offset that would skip
+  // it (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored
+  // with other content or in another stream, StorageError); the consumer then goes back to the
+  // stored offsets, so the failed record is read again. Throws KafkaError for an error the consumer
   // reports (a broker out of reach, an unknown topic; librdkafka recovers from most by itself,
   // so poll again). With consumer_group, a rebalance runs inside this call; when the stored
   // offsets of newly assigned partitions cannot be read it throws StorageError, and the next
