@@ -27,8 +27,6 @@ namespace {
 using detail::Message;
 using detail::Partitions;
 
-constexpr int kMetadataTimeoutMs = 10000;
-
 void check(const IngestOptions& options) {
   if (options.name.empty()) throw InvalidArgument("factum: kafka: an ingest needs a name");
   const std::string what = "factum: kafka: ingest '" + printable(options.name) + "' ";
@@ -36,6 +34,7 @@ void check(const IngestOptions& options) {
   if (!options.stream_for_key) throw InvalidArgument(what + "needs stream_for_key");
   if (options.event_type.empty()) throw InvalidArgument(what + "needs an event_type");
   if (options.max_records == 0) throw InvalidArgument(what + "needs max_records > 0");
+  if (options.broker_timeout.count() <= 0) throw InvalidArgument(what + "needs broker_timeout > 0");
 }
 
 // The records whose append is under way: their event ids, and the next offset of each
@@ -98,11 +97,12 @@ struct Ingested {
 
 class Ingest::Impl {
  public:
-  Impl(EventStore& store, IngestOptions options) : store_(store), options_(std::move(options)) {
+  Impl(EventStore& store, IngestOptions options, const std::stop_token& stop)
+      : store_(store), options_(std::move(options)) {
     check(options_);
     store_.write_sql([](Sql& sql) { detail::create_offsets_table(sql); });
     consumer_ = make_consumer();
-    partition_count_ = read_partition_count();
+    partition_count_ = read_partition_count(stop);
     hook_ = store_.on_appending().connect(
         [hook = offsets_](AppendTransaction& tx) { hook->on_appending(tx); });
     if (options_.consumer_group) {
@@ -177,24 +177,30 @@ class Ingest::Impl {
     return {assigned_.begin(), assigned_.end()};
   }
 
-  std::map<std::int32_t, std::int64_t> end_offsets() const {
+  std::map<std::int32_t, std::int64_t> end_offsets(std::chrono::milliseconds timeout,
+                                                   const std::stop_token& stop) const {
+    std::map<std::int32_t, std::int64_t> out;
+    const rd_kafka_resp_err_t error =
+        detail::end_offsets(*consumer_, options_.topic, partition_count_, timeout, stop, out);
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw cluster_error("the ends", error, timeout);
+    return out;
+  }
+
+  std::map<std::int32_t, std::int64_t> known_end_offsets() const {
     std::map<std::int32_t, std::int64_t> out;
     for (std::int32_t p = 0; p < partition_count_; ++p) {
       std::int64_t low = 0;
-      std::int64_t high = 0;
-      const rd_kafka_resp_err_t error = librdkafka().rd_kafka_query_watermark_offsets(
-          consumer_.get(), options_.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
-      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        throw KafkaError(options_.topic, static_cast<int>(error),
-                         "factum: kafka: ingest '" + printable(options_.name) +
-                             "' cannot read the end of " + "partition " + std::to_string(p) +
-                             " of topic '" + printable(options_.topic) +
-                             "': " + librdkafka().rd_kafka_err2str(error));
+      std::int64_t high = RD_KAFKA_OFFSET_INVALID;
+      if (librdkafka().rd_kafka_get_watermark_offsets(consumer_.get(), options_.topic.c_str(), p,
+                                                      &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+          high >= 0) {
+        out[p] = high;
       }
-      out[p] = high;
     }
     return out;
   }
+
+  const IngestOptions& options() const { return options_; }
 
  private:
   detail::Client make_consumer() {
@@ -217,17 +223,29 @@ class Ingest::Impl {
     return client;
   }
 
-  int read_partition_count() {
+  int read_partition_count(const std::stop_token& stop) {
     int count = 0;
     const rd_kafka_resp_err_t error =
-        detail::partition_count(*consumer_, options_.topic, kMetadataTimeoutMs, count);
+        detail::partition_count(*consumer_, options_.topic, options_.broker_timeout, stop, count);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      throw KafkaError(options_.topic, static_cast<int>(error),
-                       "factum: kafka: ingest '" + printable(options_.name) +
-                           "' cannot read the partitions of topic '" + printable(options_.topic) +
-                           "': " + librdkafka().rd_kafka_err2str(error));
+      throw cluster_error("the partitions", error, options_.broker_timeout);
     }
     return count;
+  }
+
+  // "cannot read <what> of topic 'T'" and why: librdkafka's reason, interrupted by a stop
+  // request, or no answer within `timeout`.
+  KafkaError cluster_error(const std::string& what, rd_kafka_resp_err_t error,
+                           std::chrono::milliseconds timeout) const {
+    std::string why = librdkafka().rd_kafka_err2str(error);
+    if (error == RD_KAFKA_RESP_ERR__INTR) {
+      why = "interrupted";
+    } else if (detail::transient(error)) {
+      why = "no answer within " + std::to_string(timeout.count()) + " ms (" + why + ")";
+    }
+    return KafkaError(options_.topic, static_cast<int>(error),
+                      "factum: kafka: ingest '" + printable(options_.name) + "' cannot read " +
+                          what + " of topic '" + printable(options_.topic) + "': " + why);
   }
 
   // Every partition of the topic, each at its stored next offset (the beginning when none).
@@ -269,9 +287,10 @@ class Ingest::Impl {
     const Partitions partitions(raw);
     if (partitions->cnt == 0) return;
     set_stored_offsets(*partitions);
-    check_error(librdkafka().rd_kafka_seek_partitions(consumer_.get(), partitions.get(),
-                                                      kMetadataTimeoutMs),
-                "seek in");
+    check_error(
+        librdkafka().rd_kafka_seek_partitions(consumer_.get(), partitions.get(),
+                                              static_cast<int>(options_.broker_timeout.count())),
+        "seek in");
   }
 
   // --- Consumer group -------------------------------------------------------------------------
@@ -503,8 +522,8 @@ class Ingest::Impl {
   std::set<std::int32_t> assigned_;  // guarded by assigned_mu_
 };
 
-Ingest::Ingest(EventStore& store, IngestOptions options)
-    : impl_(std::make_unique<Impl>(store, std::move(options))) {}
+Ingest::Ingest(EventStore& store, IngestOptions options, std::stop_token stop)
+    : impl_(std::make_unique<Impl>(store, std::move(options), stop)) {}
 
 Ingest::~Ingest() = default;
 
@@ -514,7 +533,18 @@ void Ingest::run(std::stop_token stop) { impl_->run(stop); }
 
 std::map<std::int32_t, std::int64_t> Ingest::offsets() const { return impl_->offsets(); }
 
-std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const { return impl_->end_offsets(); }
+std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const {
+  return impl_->end_offsets(impl_->options().broker_timeout, {});
+}
+
+std::map<std::int32_t, std::int64_t> Ingest::end_offsets(std::chrono::milliseconds timeout,
+                                                         std::stop_token stop) const {
+  return impl_->end_offsets(timeout, stop);
+}
+
+std::map<std::int32_t, std::int64_t> Ingest::known_end_offsets() const {
+  return impl_->known_end_offsets();
+}
 
 std::vector<std::int32_t> Ingest::assigned_partitions() const {
   return impl_->assigned_partitions();

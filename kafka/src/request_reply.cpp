@@ -107,16 +107,17 @@ class Requester::Impl {
 
   // Every partition of the reply topic, at its end as the broker reports it now.
   void assign_reply_ends() {
+    std::map<std::int32_t, std::int64_t> ends;
+    const rd_kafka_resp_err_t asked =
+        detail::end_offsets(*consumer_, options_.reply_topic, partition_count_,
+                            std::chrono::milliseconds(kMetadataTimeoutMs), {}, ends);
+    if (asked != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(asked, "cannot read the end");
     Partitions partitions(librdkafka().rd_kafka_topic_partition_list_new(partition_count_));
-    for (std::int32_t p = 0; p < partition_count_; ++p) {
-      std::int64_t low = 0;
-      std::int64_t high = 0;
-      const rd_kafka_resp_err_t error = librdkafka().rd_kafka_query_watermark_offsets(
-          consumer_.get(), options_.reply_topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
-      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw reply_error(error, "cannot read the end");
+    for (const auto& [partition, end] : ends) {
       librdkafka()
-          .rd_kafka_topic_partition_list_add(partitions.get(), options_.reply_topic.c_str(), p)
-          ->offset = high;
+          .rd_kafka_topic_partition_list_add(partitions.get(), options_.reply_topic.c_str(),
+                                             partition)
+          ->offset = end;
     }
     const rd_kafka_resp_err_t error =
         librdkafka().rd_kafka_assign(consumer_.get(), partitions.get());

@@ -101,17 +101,27 @@ std::string header(const rd_kafka_message_t& message, const char* name) {
   return std::string(static_cast<const char*>(value), size);
 }
 
-// Records in all `partitions` of `topic` right now (high minus low watermark).
+// Records in all `partitions` of `topic` right now: the sum of their ends (the demo's topic is
+// new, so every partition starts at 0). Asked with rd_kafka_offsets_for_times (the time
+// "latest"), which keeps to its timeout.
 std::int64_t records_in(rd_kafka_t* rk, const std::string& topic, int partitions) {
-  std::int64_t total = 0;
+  rd_kafka_topic_partition_list_t* ends =
+      factum::kafka::librdkafka().rd_kafka_topic_partition_list_new(partitions);
   for (int p = 0; p < partitions; ++p) {
-    std::int64_t low = 0;
-    std::int64_t high = 0;
-    if (factum::kafka::librdkafka().rd_kafka_query_watermark_offsets(
-            rk, topic.c_str(), p, &low, &high, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      throw Error("kafka: cannot read the offsets of " + topic + " partition " + std::to_string(p));
-    }
-    total += high - low;
+    factum::kafka::librdkafka().rd_kafka_topic_partition_list_add(ends, topic.c_str(), p)->offset =
+        RD_KAFKA_OFFSET_END;
+  }
+  rd_kafka_resp_err_t error =
+      factum::kafka::librdkafka().rd_kafka_offsets_for_times(rk, ends, 10000);
+  std::int64_t total = 0;
+  for (int i = 0; i < ends->cnt; ++i) {
+    if (error == RD_KAFKA_RESP_ERR_NO_ERROR) error = ends->elems[i].err;
+    total += ends->elems[i].offset;
+  }
+  factum::kafka::librdkafka().rd_kafka_topic_partition_list_destroy(ends);
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw Error("kafka: cannot read the ends of the topic " + topic + ": " +
+                factum::kafka::librdkafka().rd_kafka_err2str(error));
   }
   return total;
 }

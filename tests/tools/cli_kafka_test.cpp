@@ -381,3 +381,54 @@ TEST_CASE("after a SIGKILL mid-way, relay --once resumes from the checkpoint: no
   MESSAGE("checkpoint at kill " << at_kill << ", records " << records.size() << ", repeats "
                                 << repeats);
 }
+
+TEST_CASE("ingest with the broker gone ends promptly on SIGTERM, exit 0") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(6));
+  TempDir dir;
+  const auto db = empty_store(dir);
+  CliProcess ingest(ingest_args(db, cluster));
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (store.head_position() < 6 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(store.head_position() == 6);
+  cluster.set_down();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ingest.signal(SIGTERM);
+  const CliResult r = ingest.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "ingest 'in' handled 6 records"));
+  cluster.set_up();
+}
+
+TEST_CASE("ingest waiting for a cluster out of reach ends promptly on SIGTERM") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempDir dir;
+  const auto db = empty_store(dir);
+  cluster.set_down();
+  CliProcess ingest(ingest_args(db, cluster, {"--timeout", "120"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // it waits for the partitions
+  ingest.signal(SIGTERM);
+  const CliResult r = ingest.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  cluster.set_up();
+}
+
+TEST_CASE("ingest --once with the broker out of reach fails within about --timeout") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempDir dir;
+  const auto db = empty_store(dir);
+  cluster.set_down();
+  CliOptions options;
+  options.deadline = std::chrono::seconds(7);  // --timeout 2: well within, not the 10 s it was
+  const CliResult r = run_cli(ingest_args(db, cluster, {"--once", "--timeout", "2"}), options);
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "topic 'bank'"));
+  cluster.set_up();
+}
