@@ -212,14 +212,15 @@ int run_relay(const RelayCommand& o) {
   options.topic = o.topic;
   options.category = o.category;
   options.transactional_id = o.transactional_id;
-  const long timeout_ms = std::max(1L, static_cast<long>(o.timeout * 1000));
-  options.transaction_timeout = std::chrono::milliseconds(timeout_ms);
+  options.delivery_timeout = timeout_of(o.timeout);
+  options.transaction_timeout = options.delivery_timeout;
   options.kafka = kafka_properties(o);
-  options.kafka.try_emplace("message.timeout.ms", std::to_string(timeout_ms));
-  // librdkafka wants message.timeout.ms <= transaction.timeout.ms (default 60 s).
+  // The broker aborts a transaction open longer than transaction.timeout.ms (default 60 s): it
+  // must outlast a batch's wait for its reports.
   if (!o.transactional_id.empty()) {
-    options.kafka.try_emplace("transaction.timeout.ms",
-                              std::to_string(std::max(timeout_ms, 60000L)));
+    options.kafka.try_emplace(
+        "transaction.timeout.ms",
+        std::to_string(std::max<long>(options.delivery_timeout.count(), 60000L)));
   }
   kafka::Relay relay(store, options);
   stop_on_signals();

@@ -210,9 +210,8 @@ KafkaPublication publish_to_kafka(factum::EventStore& store, const KafkaTarget& 
   options.name = kKafkaRelayName;
   options.topic = target.topic;
   options.category = std::string(kCategory);
-  options.kafka = {{"bootstrap.servers", target.brokers},
-                   {"log_level", kQuietLogLevel},
-                   {"message.timeout.ms", std::to_string(target.timeout.count())}};
+  options.kafka = {{"bootstrap.servers", target.brokers}, {"log_level", kQuietLogLevel}};
+  options.delivery_timeout = target.timeout;
   factum::kafka::Relay relay(store, options);
   try {
     relay.publish_available();

@@ -43,9 +43,10 @@ void require_kafka(std::string_view option);
 
 // Where to publish.
 struct KafkaTarget {
-  std::string brokers;                       // bootstrap.servers, HOST:PORT[,HOST:PORT...]
-  std::string topic = kDefaultKafkaTopic;    // the topic
-  std::chrono::milliseconds timeout{30000};  // message.timeout.ms: how long a broker may take
+  std::string brokers;                     // bootstrap.servers, HOST:PORT[,HOST:PORT...]
+  std::string topic = kDefaultKafkaTopic;  // the topic
+  std::chrono::milliseconds timeout{
+      30000};  // RelayOptions::delivery_timeout: how long a broker may take
 };
 
 // What a publication did.

@@ -271,7 +271,31 @@ TEST_CASE("relay --once with the broker down fails after --timeout with one line
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "position 1"));
+  CHECK(contains(r.err, "no broker confirmed it within 1 s"));
   cluster.set_up();
+}
+
+TEST_CASE("relay with the broker gone ends promptly on SIGTERM, exit 0, checkpoint kept") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  cluster.set_down();
+  CliProcess relay(relay_args(s, cluster, {"--timeout", "120"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the events are in flight
+  relay.signal(SIGTERM);
+  const CliResult r = relay.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "relay 'out' published 0 events to topic 'bank'; checkpoint 0"));
+  cluster.set_up();
+}
+
+TEST_CASE("relay refuses -X message.timeout.ms: --timeout is the relay's deadline") {
+  MockCluster cluster;
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"-X", "message.timeout.ms=5000", "--once"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "--timeout"));
 }
 
 TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1") {

@@ -1,0 +1,83 @@
+#include "relay_config.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/text.hpp"
+
+namespace factum::kafka::detail {
+namespace {
+
+// librdkafka's default topic.metadata.propagation.max.ms: how long a topic the cluster says it
+// does not have is waited for before its records fail with "Unknown topic or partition".
+constexpr long kPropagationMs = 30000;
+
+// Refuses a property the caller set to something else than the relay's guarantee needs.
+void require_property(const RelayOptions& options, const std::string& name,
+                      std::initializer_list<const char*> allowed) {
+  const auto it = options.kafka.find(name);
+  if (it == options.kafka.end()) return;
+  for (const char* value : allowed) {
+    if (it->second == value) return;
+  }
+  throw InvalidArgument(relay_prefix(options) + ": property '" + name + "' must be '" +
+                        *allowed.begin() + "', not '" + printable(it->second) + "'");
+}
+
+// Refuses `name` among the properties: the relay sets it (`instead` says what to give).
+void refuse_property(const RelayOptions& options, const std::string& name,
+                     const std::string& instead) {
+  if (options.kafka.count(name) == 0) return;
+  throw InvalidArgument(relay_prefix(options) + ": the property '" + name +
+                        "' is the relay's to set; " + instead);
+}
+
+}  // namespace
+
+std::string relay_prefix(const RelayOptions& options) {
+  return "factum: kafka: relay '" + printable(options.name) + "'";
+}
+
+void check_relay_options(const RelayOptions& options) {
+  if (options.name.empty()) throw InvalidArgument("factum: kafka: a relay needs a name");
+  const std::string prefix = relay_prefix(options);
+  if (options.topic.empty()) throw InvalidArgument(prefix + " needs a topic");
+  if (options.batch_size == 0) throw InvalidArgument(prefix + ": batch_size must be > 0");
+  if (options.delivery_timeout.count() <= 0) {
+    throw InvalidArgument(prefix + ": delivery_timeout must be > 0");
+  }
+  if (!options.transactional_id.empty() && options.transaction_timeout.count() <= 0) {
+    throw InvalidArgument(prefix + ": transaction_timeout must be > 0");
+  }
+  require_property(options, "enable.idempotence", {"true"});
+  require_property(options, "acks", {"all", "-1"});
+  require_property(options, "enable.gapless.guarantee", {"true"});
+  const std::string timeout =
+      "records must not expire one by one (those queued behind an expired one would reach the "
+      "topic first): give RelayOptions::delivery_timeout (factum relay: --timeout) instead";
+  refuse_property(options, "message.timeout.ms", timeout);
+  refuse_property(options, "delivery.timeout.ms", timeout);
+  refuse_property(options, "transactional.id",
+                  "give the transactional id as RelayOptions::transactional_id (factum relay: "
+                  "--transactional-id)");
+}
+
+Conf relay_producer_conf(const RelayOptions& options) {
+  Conf conf = make_conf(options.kafka);
+  set_property(*conf, "enable.idempotence", "true");
+  set_property(*conf, "acks", "all");
+  set_property(*conf, "enable.gapless.guarantee", "true");
+  set_property(*conf, "message.timeout.ms", "0");
+  if (options.kafka.count("topic.metadata.propagation.max.ms") == 0) {
+    const long half = static_cast<long>(options.delivery_timeout.count() / 2);
+    set_property(*conf, "topic.metadata.propagation.max.ms",
+                 std::to_string(std::clamp(half, 1L, kPropagationMs)));
+  }
+  if (!options.transactional_id.empty()) {
+    set_property(*conf, "transactional.id", options.transactional_id);
+  }
+  return conf;
+}
+
+}  // namespace factum::kafka::detail
