@@ -155,6 +155,7 @@ void add_bridge_options(CLI::App& cmd, BridgeOptions& o, const std::string& topi
 
 struct RelayCommand : BridgeOptions {
   std::string category;
+  std::size_t max_in_flight = 20000;
   std::string transactional_id;  // "": no transactions
 };
 
@@ -213,6 +214,7 @@ int run_relay(const RelayCommand& o) {
   options.category = o.category;
   options.transactional_id = o.transactional_id;
   options.delivery_timeout = timeout_of(o.timeout);
+  options.max_in_flight = o.max_in_flight;
   options.transaction_timeout = options.delivery_timeout;
   options.kafka = kafka_properties(o);
   // The broker aborts a transaction open longer than transaction.timeout.ms (default 60 s): it
@@ -400,6 +402,10 @@ void add_kafka_commands(CLI::App& app, Action& action) {
       "(docs/kafka.md)");
   add_bridge_options(*cmd, *relay, "The topic to publish to");
   cmd->add_option("--category", relay->category, "Publish only this category (default: all)");
+  cmd->add_option("--max-in-flight", relay->max_in_flight,
+                  "At most this many events handed to Kafka after the checkpoint: the most a "
+                  "crash publishes twice (default 20000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
   cmd->add_option("--transactional-id", relay->transactional_id,
                   "Publish each batch in one Kafka transaction with this transactional.id "
                   "(read_committed consumers see a batch all or nothing)");

@@ -35,9 +35,6 @@ using detail::Withdrawal;
 constexpr const char* kCheckpointPrefix = "kafka-relay:";
 constexpr int kPollMs = 100;
 constexpr int kCloseFlushMs = 5000;
-// publish_available hands batches over while fewer records than this await their delivery
-// reports (librdkafka's own queue holds 100000 by default).
-constexpr std::size_t kMaxInFlight = 20000;
 // After a stop request, how long the records in flight may still be confirmed before they are
 // withdrawn (to be published again by the next run).
 constexpr auto kStopGrace = std::chrono::seconds(1);
@@ -152,8 +149,9 @@ class Relay::Impl {
 
   // --- publishing without transactions ---
 
-  // Batches after the checkpoint (one with `one_batch`), handed to the producer while fewer than
-  // kMaxInFlight records await their reports, so that the producer never waits for the relay;
+  // Batches after the checkpoint (one of batch_size with `one_batch`), handed to the producer
+  // while fewer than max_in_flight records after the checkpoint are, so that the producer never
+  // waits for the relay;
   // the batches whose reports are all in are confirmed from the oldest on, together, with one
   // checkpoint write.
   std::size_t publish(const std::stop_token& stop, bool one_batch) {
@@ -163,9 +161,9 @@ class Relay::Impl {
     bool exhausted = false;
     std::size_t confirmed = 0;
     for (;;) {
-      while (!exhausted && may_hand_over(flight, stop)) {
+      while (!exhausted && may_hand_over(flight, stop, one_batch)) {
         Batch& batch = *flight.emplace_back(std::make_unique<Batch>());
-        fill(flight, batch, from, stop);
+        fill(flight, batch, from, one_batch ? options_.batch_size : room(flight), stop);
         if (batch.records.empty()) {
           flight.pop_back();
           exhausted = true;
@@ -184,18 +182,27 @@ class Relay::Impl {
   }
 
   // Nothing more is handed over once a record failed, the oldest one in flight is past its
-  // deadline, the records were withdrawn, or a stop was requested.
-  bool may_hand_over(const Flight& flight, const std::stop_token& stop) const {
+  // deadline, the records were withdrawn, a stop was requested, or max_in_flight records are.
+  bool may_hand_over(const Flight& flight, const std::stop_token& stop, bool one_batch) const {
     return !stop.stop_requested() && !failed_ && withdrawn_ == Withdrawal::none &&
-           pending_ < kMaxInFlight && !expired(flight);
+           (one_batch || room(flight) > 0) && !expired(flight);
   }
 
-  // Reads up to batch_size events from position `from` on and hands each to the producer as it
+  // How many records the next batch may hold: batch_size, and no more than keeps the records
+  // handed over after the checkpoint within max_in_flight.
+  std::size_t room(const Flight& flight) const {
+    const std::size_t in_flight = detail::records_in(flight);
+    return std::min(options_.batch_size,
+                    options_.max_in_flight > in_flight ? options_.max_in_flight - in_flight : 0);
+  }
+
+  // Reads up to `limit` events from position `from` on and hands each to the producer as it
   // is read (from the database's row memory: the producer copies key, value and headers).
   // Stops after a record the producer refuses (its outcome says why), and before a record that
   // found no room in the producer's queue before a failure, the deadline or a stop (it is not
   // handed over). Does not wait for reports.
-  void fill(const Flight& flight, Batch& batch, Position from, const std::stop_token& stop) {
+  void fill(const Flight& flight, Batch& batch, Position from, std::size_t limit,
+            const std::stop_token& stop) {
     batch.handed_at = detail::Clock::now();
     read_log(from, [&](const EventView& event) {
       Handed& handed = batch.records.emplace_back(event);
@@ -211,7 +218,7 @@ class Relay::Impl {
         return false;
       }
       ++batch.pending;
-      return batch.records.size() < options_.batch_size;
+      return batch.records.size() < limit;
     });
   }
 
@@ -407,7 +414,7 @@ class Relay::Impl {
     Flight flight;
     Batch& batch = *flight.emplace_back(std::make_unique<Batch>());
     try {
-      fill(flight, batch, from, stop);
+      fill(flight, batch, from, options_.batch_size, stop);
       await_transaction_reports(flight, stop);
     } catch (...) {
       static_cast<void>(librdkafka().rd_kafka_purge(

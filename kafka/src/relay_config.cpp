@@ -44,6 +44,7 @@ void check_relay_options(const RelayOptions& options) {
   const std::string prefix = relay_prefix(options);
   if (options.topic.empty()) throw InvalidArgument(prefix + " needs a topic");
   if (options.batch_size == 0) throw InvalidArgument(prefix + ": batch_size must be > 0");
+  if (options.max_in_flight == 0) throw InvalidArgument(prefix + ": max_in_flight must be > 0");
   if (options.delivery_timeout.count() <= 0) {
     throw InvalidArgument(prefix + ": delivery_timeout must be > 0");
   }

@@ -71,6 +71,12 @@ bool confirmed_whole(const Batch& batch) {
   return std::all_of(batch.records.begin(), batch.records.end(), confirmed);
 }
 
+std::size_t records_in(const Flight& flight) {
+  std::size_t out = 0;
+  for (const auto& batch : flight) out += batch->records.size();
+  return out;
+}
+
 Clock::duration waited_since(const Flight& flight) {
   const auto oldest = std::find_if(flight.begin(), flight.end(),
                                    [](const std::unique_ptr<Batch>& b) { return b->pending > 0; });

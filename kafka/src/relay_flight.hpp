@@ -58,6 +58,9 @@ bool withdrawn(rd_kafka_resp_err_t code);
 bool confirmed(const Handed& h);
 bool confirmed_whole(const Batch& batch);
 
+// How many records `flight` holds (confirmed or not: every record after the checkpoint).
+std::size_t records_in(const Flight& flight);
+
 // How long the oldest batch of `flight` that still awaits a report has been in flight (zero
 // when none awaits one).
 Clock::duration waited_since(const Flight& flight);

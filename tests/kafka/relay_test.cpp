@@ -647,6 +647,9 @@ TEST_CASE(
   options = relay_options(cluster);
   options.delivery_timeout = std::chrono::milliseconds(0);
   CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.max_in_flight = 0;
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
 }
 
 TEST_CASE("a stop request ends publish_available with the brokers down, without an error") {

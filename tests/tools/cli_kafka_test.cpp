@@ -456,3 +456,32 @@ TEST_CASE("ingest --once with the broker out of reach fails within about --timeo
   CHECK(contains(r.err, "topic 'bank'"));
   cluster.set_up();
 }
+
+// Batches behind one stuck on a slow partition are confirmed and must not make room for more:
+// what a crash publishes twice is bounded by what was handed over after the checkpoint.
+TEST_CASE(
+    "after a SIGKILL, the events in the topic past the checkpoint are at most --max-in-flight") {
+  constexpr int kEvents = 2000;
+  constexpr int kPartitions = 3;
+  constexpr int kMaxInFlight = 50;
+  MockCluster cluster(3);
+  cluster.create_topic(kTopic, kPartitions);
+  for (int p = 0; p < kPartitions; ++p) cluster.set_leader(kTopic, p, p + 1);
+  cluster.set_broker_rtt(1, 300);  // partition 0's leader answers slowly
+  TempDir dir;
+  const auto db = large_store(dir, kEvents, 97);
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const CheckpointStore checkpoints(store);  // creates the table before the relay runs
+  CliProcess relay({"relay", db.string(), "--brokers", cluster.bootstrap_servers(), "--topic",
+                    kTopic, "--name", "out", "--max-in-flight", std::to_string(kMaxInFlight)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  relay.signal(SIGKILL);
+  CHECK(relay.wait().code == 128 + SIGKILL);
+  const Position at_kill = checkpoints.load("kafka-relay:out");
+  cluster.set_broker_rtt(1, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // what was sent lands
+  const std::int64_t in_topic = records_in(cluster.bootstrap_servers(), kTopic, kPartitions);
+  MESSAGE("checkpoint at kill " << at_kill << ", records in the topic " << in_topic);
+  CHECK(in_topic > 0);
+  CHECK(in_topic - static_cast<std::int64_t>(at_kill) <= kMaxInFlight);
+}

@@ -78,6 +78,10 @@ struct RelayOptions {
   std::map<std::string, std::string> kafka;
   // At most this many events are published per publish_once. Default 1000.
   std::size_t batch_size = 1000;
+  // publish_available and run hand batches over while fewer than this many records after the
+  // checkpoint are handed over, confirmed or not (a batch is cut to fit): the most events a
+  // crash, or a failed batch, makes the relay publish again. Must be > 0. Default 20000.
+  std::size_t max_in_flight = 20000;
   // run() waits this long when there is nothing to publish, or after a failed batch.
   // Default 200 ms.
   std::chrono::milliseconds idle_wait{200};
@@ -143,9 +147,9 @@ class Relay {
   std::size_t publish_once();
 
   // Publishes every event after the checkpoint (and those appended meanwhile), batch_size at a
-  // time. Batches are handed to the producer while fewer than 20000 records await their
-  // delivery reports, without waiting for the reports of the batches before (publish_once in a
-  // loop waits one round trip per batch). The checkpoint moves, as publish_once moves it, over
+  // time. Batches are handed to the producer while fewer than max_in_flight records after the
+  // checkpoint are handed over, without waiting for the reports of the batches before (publish_once
+  // in a loop waits one round trip per batch). The checkpoint moves, as publish_once moves it, over
   // the oldest batches whose reports are all in, with one write for all of them. Once `stop` is
   // requested, hands over nothing more, gives the records in flight a second to be confirmed,
   // withdraws the others (the next call publishes them again) and returns without an error.
