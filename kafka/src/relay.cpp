@@ -44,8 +44,11 @@ constexpr auto kStopGrace = std::chrono::seconds(1);
 class Relay::Impl {
  public:
   Impl(EventStore& store, RelayOptions options)
-      : store_(store), options_(std::move(options)), name_(kCheckpointPrefix + options_.name) {
-    detail::check_relay_options(options_);
+      : store_(store),
+        options_(std::move(options)),
+        name_(kCheckpointPrefix + options_.name),
+        max_record_(detail::max_record_bytes(store_.options())) {
+    detail::check_relay_options(options_, store_.options());
     store_.write_sql([&](Sql& sql) {
       CheckpointStore::create_table(sql);
       checkpoint_ = CheckpointStore::load(sql, name_);
@@ -117,7 +120,7 @@ class Relay::Impl {
   }
 
   detail::Client make_producer() {
-    detail::Conf conf = detail::relay_producer_conf(options_);
+    detail::Conf conf = detail::relay_producer_conf(options_, max_record_);
     librdkafka().rd_kafka_conf_set_dr_msg_cb(conf.get(), &Impl::on_delivery);
     librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     return detail::make_client(RD_KAFKA_PRODUCER, std::move(conf),
@@ -374,6 +377,7 @@ class Relay::Impl {
     detail::FailureContext out;
     out.topic = options_.topic;
     out.delivery_timeout = options_.delivery_timeout;
+    out.max_record = max_record_;
     std::array<char, 512> reason{};
     if (producer_ &&
         librdkafka().rd_kafka_fatal_error(producer_.get(), reason.data(), reason.size()) !=
@@ -542,7 +546,8 @@ class Relay::Impl {
 
   EventStore& store_;
   const RelayOptions options_;
-  const std::string name_;  // the checkpoint's name
+  const std::string name_;        // the checkpoint's name
+  const std::size_t max_record_;  // the largest record an event of the store can make
   detail::Client producer_;
   std::size_t pending_ = 0;  // records without a delivery report (publishing thread only)
   std::atomic<std::uint64_t> in_flight_{0};

@@ -29,6 +29,12 @@ std::string describe(rd_kafka_resp_err_t code, const FailureContext& context) {
              "' does not exist on the cluster, which does not create topics on demand: create "
              "it (" +
              text + ")";
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+      return "the broker refused the record as too large: raise the topic's max.message.bytes "
+             "(and the brokers' message.max.bytes and replica.fetch.max.bytes) to " +
+             std::to_string(context.max_record) +
+             " bytes, the largest record this store's events can make (" + text + ")";
     case RD_KAFKA_RESP_ERR__FATAL:
       return "the producer failed for good: " +
              printable(context.fatal_reason.empty() ? text : context.fatal_reason);

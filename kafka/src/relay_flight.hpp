@@ -69,7 +69,8 @@ Clock::duration waited_since(const Flight& flight);
 struct FailureContext {
   std::string topic;
   std::chrono::milliseconds delivery_timeout{0};
-  std::string fatal_reason;  // the producer's fatal error ("" when it has none)
+  std::size_t max_record = 0;  // the largest record an event of the store can make
+  std::string fatal_reason;    // the producer's fatal error ("" when it has none)
 };
 
 // Why a record was not confirmed: librdkafka's code (RD_KAFKA_RESP_ERR__MSG_TIMED_OUT for the

@@ -676,3 +676,56 @@ TEST_CASE("a stop request ends publish_available with the brokers down, without 
   CHECK(relay.publish_available() == 10);  // withdrawn, not lost
   CHECK(ids_of(consume_all(cluster.bootstrap_servers(), kTopic, 1, 10)) == ids_of(t.store));
 }
+
+TEST_CASE("an event over a megabyte is published: the producer takes what the store takes") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 2);
+  const std::string big(3u << 20, 'x');  // 3 MiB, within the store's default 4 MiB
+  t.store.append("account-1", ExpectedVersion::any(), make_event("test.Big", big));
+  append_round_robin(t.store, 2, 2);
+  Relay relay(t.store, relay_options(cluster));
+  CHECK(relay.publish_once() == 5);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 5);
+  REQUIRE(records.size() == 5);
+  CHECK(records[2].value == big);
+  CHECK(relay.status().checkpoint == 5);
+}
+
+TEST_CASE("a message.max.bytes below the store's largest record is refused, saying what to give") {
+  MockCluster cluster;
+  TempStore t;
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.max.bytes"] = "1000000";
+  try {
+    Relay relay(t.store, options);
+    FAIL("a relay took a producer that cannot carry the store's largest events");
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("message.max.bytes") != std::string::npos);
+    CHECK(what.find("4194304") != std::string::npos);  // the store's payload limit
+  }
+  options.kafka["message.max.bytes"] = "900000000";  // larger is fine
+  CHECK_NOTHROW(Relay(t.store, options));
+}
+
+TEST_CASE("a record the broker refuses as too large fails with what to raise on the broker") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 3);
+  Relay relay(t.store, relay_options(cluster));
+  cluster.fail_produce_requests(1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded though the broker refused the record");
+  } catch (const kafka::DeliveryError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    CHECK(what.find("max.message.bytes") != std::string::npos);
+  }
+  CHECK(relay.publish_once() == 3);  // a new producer, and the broker takes them now
+}
