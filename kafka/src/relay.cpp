@@ -154,9 +154,8 @@ class Relay::Impl {
 
   // Batches after the checkpoint (one of batch_size with `one_batch`), handed to the producer
   // while fewer than max_in_flight records after the checkpoint are, so that the producer never
-  // waits for the relay;
-  // the batches whose reports are all in are confirmed from the oldest on, together, with one
-  // checkpoint write.
+  // waits for the relay; the batches whose reports are all in are confirmed from the oldest on,
+  // together, with one checkpoint write.
   std::size_t publish(const std::stop_token& stop, bool one_batch) {
     Flight flight;
     const EndOfPublish end{*this};  // declared after the batches: runs before they go
