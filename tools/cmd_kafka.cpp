@@ -48,6 +48,32 @@ void stop_on_signals() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// Turns SIGINT/SIGTERM into a stop request, from a thread of its own: the signal handler only
+// sets g_stop (std::stop_source::request_stop is not async-signal-safe).
+class SignalStop {
+ public:
+  SignalStop()
+      : watcher_([this](const std::stop_token& self) {
+          while (!self.stop_requested()) {
+            if (g_stop.load()) {
+              source_.request_stop();
+              return;
+            }
+            std::this_thread::sleep_for(kWatchEvery);
+          }
+        }) {}
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  std::stop_source source_;
+  std::jthread watcher_;  // declared last: stopped and joined first
+};
+
+// --timeout in milliseconds (at least 1).
+std::chrono::milliseconds timeout_of(double seconds) {
+  return std::chrono::milliseconds(std::max(1L, static_cast<long>(seconds * 1000)));
+}
+
 // Sleeps `d`, waking early on SIGINT/SIGTERM.
 void idle(Clock::duration d) {
   const auto until = Clock::now() + d;
@@ -129,6 +155,7 @@ void add_bridge_options(CLI::App& cmd, BridgeOptions& o, const std::string& topi
 
 struct RelayCommand : BridgeOptions {
   std::string category;
+  std::size_t max_in_flight = 20000;
   std::string transactional_id;  // "": no transactions
 };
 
@@ -186,14 +213,16 @@ int run_relay(const RelayCommand& o) {
   options.topic = o.topic;
   options.category = o.category;
   options.transactional_id = o.transactional_id;
-  const long timeout_ms = std::max(1L, static_cast<long>(o.timeout * 1000));
-  options.transaction_timeout = std::chrono::milliseconds(timeout_ms);
+  options.delivery_timeout = timeout_of(o.timeout);
+  options.max_in_flight = o.max_in_flight;
+  options.transaction_timeout = options.delivery_timeout;
   options.kafka = kafka_properties(o);
-  options.kafka.try_emplace("message.timeout.ms", std::to_string(timeout_ms));
-  // librdkafka wants message.timeout.ms <= transaction.timeout.ms (default 60 s).
+  // The broker aborts a transaction open longer than transaction.timeout.ms (default 60 s): it
+  // must outlast a batch's wait for its reports.
   if (!o.transactional_id.empty()) {
-    options.kafka.try_emplace("transaction.timeout.ms",
-                              std::to_string(std::max(timeout_ms, 60000L)));
+    options.kafka.try_emplace(
+        "transaction.timeout.ms",
+        std::to_string(std::max<long>(options.delivery_timeout.count(), 60000L)));
   }
   kafka::Relay relay(store, options);
   stop_on_signals();
@@ -225,6 +254,8 @@ struct IngestCommand : BridgeOptions {
   std::string prefix;
   bool group = false;         // --group: IngestOptions::consumer_group
   std::uint64_t records = 0;  // handled by this run
+  std::uint64_t shown = 0;    // records when the last progress line was printed
+  std::string last_error;     // the failure printed last (each new one is printed once)
 };
 
 using Offsets = std::map<std::int32_t, std::int64_t>;
@@ -261,41 +292,67 @@ void print_ingest_status(const IngestCommand& o, const Offsets& stored, std::uin
             << printable(o.topic) << "'; lag " << lag << '\n';
 }
 
-std::size_t ingest_batch(const IngestCommand& o, kafka::Ingest& ingest) {
+// One poll; without --once a failure is printed (when it differs from the one before) and the
+// poll tried again after a pause.
+std::size_t ingest_batch(IngestCommand& o, kafka::Ingest& ingest) {
   try {
-    return ingest.poll_once();
+    const std::size_t n = ingest.poll_once();
+    o.last_error.clear();
+    return n;
   } catch (const Error& e) {
     if (o.once) throw;
-    print_error(e.what());
+    if (o.last_error != e.what()) print_error(e.what());
+    o.last_error = e.what();
     idle(kIdleWait);
     return 0;
   }
 }
 
-int run_ingest(IngestCommand& o) {
-  EventStore store = open_writable(o.db);
+kafka::IngestOptions ingest_options(const IngestCommand& o) {
   kafka::IngestOptions options;
   options.name = o.name;
   options.topic = o.topic;
   options.kafka = kafka_properties(o);
   options.consumer_group = o.group;
+  options.broker_timeout = timeout_of(o.timeout);
   const std::string prefix = o.prefix.empty() ? o.topic + "-" : o.prefix;
   options.stream_for_key = [prefix](std::string_view key) { return prefix + std::string(key); };
-  kafka::Ingest ingest(store, options);
-  stop_on_signals();
-  const Offsets ends = o.once ? ingest.end_offsets() : Offsets{};
-  const auto timeout = std::chrono::duration<double>(o.timeout);
+  return options;
+}
+
+// Calls `wait` (a wait for the cluster that ends early on `stop`); false when SIGINT/SIGTERM
+// ended it, its KafkaError rethrown otherwise.
+template <class F>
+bool unless_stopped(F&& wait) {
+  try {
+    wait();
+    return true;
+  } catch (const kafka::KafkaError&) {
+    if (g_stop.load()) return false;
+    throw;
+  }
+}
+
+// What the lag is measured against: the ends read at the start with --once, else the ends the
+// consumer last heard of (never a wait for a broker that may be gone).
+Offsets ends_for_lag(const IngestCommand& o, const kafka::Ingest& ingest, const Offsets& ends) {
+  return o.once ? ends : ingest.known_end_offsets();
+}
+
+// Polls until SIGINT/SIGTERM or, with --once, until the stored offsets reach `ends`; with --once,
+// --timeout without a record while behind is an error.
+void ingest_until_done(IngestCommand& o, kafka::Ingest& ingest, const Offsets& ends) {
+  const auto timeout = timeout_of(o.timeout);
   auto last_record = Clock::now();
   Throttle throttle;
-  std::uint64_t shown = 0;
   while (!g_stop.load()) {
     if (o.once && lag_of(ingest.offsets(), ends) == 0) break;
     const std::size_t n = ingest_batch(o, ingest);
     o.records += n;
     if (n > 0) last_record = Clock::now();
     if (n > 0 && throttle.due()) {
-      shown = o.records;
-      print_ingest_progress(o, lag_of(ingest.offsets(), ingest.end_offsets()));
+      o.shown = o.records;
+      print_ingest_progress(o, lag_of(ingest.offsets(), ends_for_lag(o, ingest, ends)));
     }
     if (o.once && n == 0 && Clock::now() - last_record > timeout) {
       throw CliError("ingest '" + printable(o.name) + "': no record came from topic '" +
@@ -303,10 +360,34 @@ int run_ingest(IngestCommand& o) {
                      " s, " + std::to_string(lag_of(ingest.offsets(), ends)) + " records behind");
     }
   }
-  const Offsets stored = ingest.offsets();
-  const std::uint64_t lag = lag_of(stored, o.once ? ends : ingest.end_offsets());
+}
+
+// Every wait for the cluster (the start, the partitions' ends with --once) ends within --timeout
+// in all and early on SIGINT/SIGTERM, which then ends the command: exit 0, or 130 with --once,
+// and no status (nothing was read).
+int run_ingest(IngestCommand& o) {
+  EventStore store = open_writable(o.db);
+  stop_on_signals();
+  const SignalStop stop;
+  const auto started = Clock::now();
+  const auto left = [&] {
+    const auto spent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    return std::max(std::chrono::milliseconds(1), timeout_of(o.timeout) - spent);
+  };
+  const int stopped = o.once ? kInterrupted : kOk;
+  std::optional<kafka::Ingest> ingest;
+  if (!unless_stopped([&] { ingest.emplace(store, ingest_options(o), stop.token()); }))
+    return stopped;
+  Offsets ends;
+  if (o.once && !unless_stopped([&] { ends = ingest->end_offsets(left(), stop.token()); })) {
+    return stopped;
+  }
+  ingest_until_done(o, *ingest, ends);
+  const Offsets stored = ingest->offsets();
+  const std::uint64_t lag = lag_of(stored, ends_for_lag(o, *ingest, ends));
   // The last progress line shows where it ended, even when the throttle held it back.
-  if (o.records != shown) print_ingest_progress(o, lag);
+  if (o.records != o.shown) print_ingest_progress(o, lag);
   print_ingest_status(o, stored, lag);
   return o.once && g_stop.load() ? kInterrupted : kOk;
 }
@@ -321,6 +402,10 @@ void add_kafka_commands(CLI::App& app, Action& action) {
       "(docs/kafka.md)");
   add_bridge_options(*cmd, *relay, "The topic to publish to");
   cmd->add_option("--category", relay->category, "Publish only this category (default: all)");
+  cmd->add_option("--max-in-flight", relay->max_in_flight,
+                  "At most this many events handed to Kafka after the checkpoint: the most a "
+                  "crash publishes twice (default 20000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
   cmd->add_option("--transactional-id", relay->transactional_id,
                   "Publish each batch in one Kafka transaction with this transactional.id "
                   "(read_committed consumers see a batch all or nothing)");

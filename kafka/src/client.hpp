@@ -3,8 +3,12 @@
 
 #include "factum/kafka/librdkafka.hpp"
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -48,7 +52,8 @@ using Partitions = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionsDe
 Conf make_conf(const std::map<std::string, std::string>& properties);
 // Sets one property. Throws InvalidArgument naming it.
 void set_property(rd_kafka_conf_t& conf, const std::string& name, const std::string& value);
-// A client of `type` owning `conf`. Throws KafkaError (subject `what`).
+// A client of `type` owning `conf`. Throws KafkaError (subject `what`, which names the client
+// with its user-given parts escaped by factum::printable).
 Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
 
 // Hands one record to `producer` (key and value copied, RD_KAFKA_MSG_F_COPY), with `opaque`
@@ -58,10 +63,38 @@ Client make_client(rd_kafka_type_t type, Conf conf, const std::string& what);
 rd_kafka_resp_err_t produce(rd_kafka_t& producer, const std::string& topic, std::string_view key,
                             std::string_view value, Headers& headers, void* opaque);
 
+// Calls `attempt(ms)`, a librdkafka call that waits up to ms milliseconds for the cluster, again
+// and again until it succeeds or fails for good, `timeout` has passed in all, or `stop` is
+// requested. Each call waits a quarter of a second at first, then twice as long as the one
+// before, up to one second, so that a stop request ends the wait within about a second however
+// long `timeout` is, and a slow cluster still gets calls long enough to answer. Returns the last
+// call's error, RD_KAFKA_RESP_ERR__INTR when `stop` ended the wait. librdkafka 2.0.2 has calls
+// that never return once the broker is gone (rd_kafka_query_watermark_offsets): the bridge makes
+// no call to the cluster without a deadline, and retries the others this way.
+rd_kafka_resp_err_t retry_until(std::chrono::milliseconds timeout, const std::stop_token& stop,
+                                const std::function<rd_kafka_resp_err_t(int ms)>& attempt);
+
+// Whether `code` is worth another try: the cluster, or a broker of it, was out of reach or did
+// not answer in time.
+bool transient(rd_kafka_resp_err_t code);
+
 // Asks the cluster how many partitions `topic` has (waiting up to timeout_ms) and sets `count`.
 // Returns the error (RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC when the answer does not name the topic);
 // the caller names it in its own exception.
 rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic, int timeout_ms,
                                     int& count);
+
+// The same, retried (retry_until) while the cluster is out of reach, for `timeout` at most.
+rd_kafka_resp_err_t partition_count(rd_kafka_t& client, const std::string& topic,
+                                    std::chrono::milliseconds timeout, const std::stop_token& stop,
+                                    int& count);
+
+// Asks the leaders of partitions 0..partitions-1 of `topic` for their ends (high watermarks: the
+// offset the next record will get) and sets `ends` (partition -> end). Retried (retry_until)
+// for `timeout` at most. Returns the error (a partition's own when one failed). Uses
+// rd_kafka_offsets_for_times, which keeps to its timeout, with the time "latest".
+rd_kafka_resp_err_t end_offsets(rd_kafka_t& client, const std::string& topic, int partitions,
+                                std::chrono::milliseconds timeout, const std::stop_token& stop,
+                                std::map<std::int32_t, std::int64_t>& ends);
 
 }  // namespace factum::kafka::detail

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "client.hpp"
+#include "factum/eventstore/text.hpp"
 #include "offsets.hpp"
+#include "record_error.hpp"
 #include "record_event.hpp"
 
 namespace factum::kafka {
@@ -25,15 +27,14 @@ namespace {
 using detail::Message;
 using detail::Partitions;
 
-constexpr int kMetadataTimeoutMs = 10000;
-
 void check(const IngestOptions& options) {
-  if (options.name.empty()) throw InvalidArgument("factum kafka: an ingest needs a name");
-  const std::string what = "factum kafka: ingest '" + options.name + "' ";
+  if (options.name.empty()) throw InvalidArgument("factum: kafka: an ingest needs a name");
+  const std::string what = "factum: kafka: ingest '" + printable(options.name) + "' ";
   if (options.topic.empty()) throw InvalidArgument(what + "needs a topic");
   if (!options.stream_for_key) throw InvalidArgument(what + "needs stream_for_key");
   if (options.event_type.empty()) throw InvalidArgument(what + "needs an event_type");
   if (options.max_records == 0) throw InvalidArgument(what + "needs max_records > 0");
+  if (options.broker_timeout.count() <= 0) throw InvalidArgument(what + "needs broker_timeout > 0");
 }
 
 // The records whose append is under way: their event ids, and the next offset of each
@@ -85,6 +86,7 @@ struct OffsetHook {
 
 // One consumed record and the event it becomes.
 struct Ingested {
+  std::string key;
   std::string stream;
   EventData event;
   std::int32_t partition = 0;
@@ -95,11 +97,12 @@ struct Ingested {
 
 class Ingest::Impl {
  public:
-  Impl(EventStore& store, IngestOptions options) : store_(store), options_(std::move(options)) {
+  Impl(EventStore& store, IngestOptions options, const std::stop_token& stop)
+      : store_(store), options_(std::move(options)) {
     check(options_);
     store_.write_sql([](Sql& sql) { detail::create_offsets_table(sql); });
     consumer_ = make_consumer();
-    partition_count_ = read_partition_count();
+    partition_count_ = read_partition_count(stop);
     hook_ = store_.on_appending().connect(
         [hook = offsets_](AppendTransaction& tx) { hook->on_appending(tx); });
     if (options_.consumer_group) {
@@ -174,23 +177,30 @@ class Ingest::Impl {
     return {assigned_.begin(), assigned_.end()};
   }
 
-  std::map<std::int32_t, std::int64_t> end_offsets() const {
+  std::map<std::int32_t, std::int64_t> end_offsets(std::chrono::milliseconds timeout,
+                                                   const std::stop_token& stop) const {
+    std::map<std::int32_t, std::int64_t> out;
+    const rd_kafka_resp_err_t error =
+        detail::end_offsets(*consumer_, options_.topic, partition_count_, timeout, stop, out);
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) throw cluster_error("the ends", error, timeout);
+    return out;
+  }
+
+  std::map<std::int32_t, std::int64_t> known_end_offsets() const {
     std::map<std::int32_t, std::int64_t> out;
     for (std::int32_t p = 0; p < partition_count_; ++p) {
       std::int64_t low = 0;
-      std::int64_t high = 0;
-      const rd_kafka_resp_err_t error = librdkafka().rd_kafka_query_watermark_offsets(
-          consumer_.get(), options_.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
-      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        throw KafkaError(options_.topic, static_cast<int>(error),
-                         "factum kafka: ingest '" + options_.name + "' cannot read the end of " +
-                             "partition " + std::to_string(p) + " of topic '" + options_.topic +
-                             "': " + librdkafka().rd_kafka_err2str(error));
+      std::int64_t high = RD_KAFKA_OFFSET_INVALID;
+      if (librdkafka().rd_kafka_get_watermark_offsets(consumer_.get(), options_.topic.c_str(), p,
+                                                      &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+          high >= 0) {
+        out[p] = high;
       }
-      out[p] = high;
     }
     return out;
   }
+
+  const IngestOptions& options() const { return options_; }
 
  private:
   detail::Client make_consumer() {
@@ -206,23 +216,36 @@ class Ingest::Impl {
       librdkafka().rd_kafka_conf_set_rebalance_cb(conf.get(), &Impl::on_rebalance);
       librdkafka().rd_kafka_conf_set_opaque(conf.get(), this);
     }
-    detail::Client client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
-                                                "consumer of ingest '" + options_.name + "'");
+    detail::Client client =
+        detail::make_client(RD_KAFKA_CONSUMER, std::move(conf),
+                            "consumer of ingest '" + printable(options_.name) + "'");
     librdkafka().rd_kafka_poll_set_consumer(client.get());
     return client;
   }
 
-  int read_partition_count() {
+  int read_partition_count(const std::stop_token& stop) {
     int count = 0;
     const rd_kafka_resp_err_t error =
-        detail::partition_count(*consumer_, options_.topic, kMetadataTimeoutMs, count);
+        detail::partition_count(*consumer_, options_.topic, options_.broker_timeout, stop, count);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      throw KafkaError(options_.topic, static_cast<int>(error),
-                       "factum kafka: ingest '" + options_.name +
-                           "' cannot read the partitions of topic '" + options_.topic +
-                           "': " + librdkafka().rd_kafka_err2str(error));
+      throw cluster_error("the partitions", error, options_.broker_timeout);
     }
     return count;
+  }
+
+  // "cannot read <what> of topic 'T'" and why: librdkafka's reason, interrupted by a stop
+  // request, or no answer within `timeout`.
+  KafkaError cluster_error(const std::string& what, rd_kafka_resp_err_t error,
+                           std::chrono::milliseconds timeout) const {
+    std::string why = librdkafka().rd_kafka_err2str(error);
+    if (error == RD_KAFKA_RESP_ERR__INTR) {
+      why = "interrupted";
+    } else if (detail::transient(error)) {
+      why = "no answer within " + std::to_string(timeout.count()) + " ms (" + why + ")";
+    }
+    return KafkaError(options_.topic, static_cast<int>(error),
+                      "factum: kafka: ingest '" + printable(options_.name) + "' cannot read " +
+                          what + " of topic '" + printable(options_.topic) + "': " + why);
   }
 
   // Every partition of the topic, each at its stored next offset (the beginning when none).
@@ -240,8 +263,8 @@ class Ingest::Impl {
   void check_assign(rd_kafka_resp_err_t error, std::string_view what = "assign") const {
     if (error == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     throw KafkaError(options_.topic, static_cast<int>(error),
-                     "factum kafka: ingest '" + options_.name + "' cannot " + std::string(what) +
-                         " topic '" + options_.topic +
+                     "factum: kafka: ingest '" + printable(options_.name) + "' cannot " +
+                         std::string(what) + " topic '" + printable(options_.topic) +
                          "': " + librdkafka().rd_kafka_err2str(error));
   }
 
@@ -264,9 +287,10 @@ class Ingest::Impl {
     const Partitions partitions(raw);
     if (partitions->cnt == 0) return;
     set_stored_offsets(*partitions);
-    check_error(librdkafka().rd_kafka_seek_partitions(consumer_.get(), partitions.get(),
-                                                      kMetadataTimeoutMs),
-                "seek in");
+    check_error(
+        librdkafka().rd_kafka_seek_partitions(consumer_.get(), partitions.get(),
+                                              static_cast<int>(options_.broker_timeout.count())),
+        "seek in");
   }
 
   // --- Consumer group -------------------------------------------------------------------------
@@ -379,19 +403,20 @@ class Ingest::Impl {
     if (record.err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
       return KafkaError(
           options_.topic, static_cast<int>(record.err),
-          "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
-              "' partition " + std::to_string(record.partition) + ": the stored offset " +
-              stored_offset_text(record.partition) +
+          "factum: kafka: ingest '" + printable(options_.name) + "' on topic '" +
+              printable(options_.topic) + "' partition " + std::to_string(record.partition) +
+              ": the stored offset " + stored_offset_text(record.partition) +
               " is no longer in the topic (records deleted by retention before they were "
               "ingested, or the topic was recreated; " +
-              librdkafka().rd_kafka_message_errstr(&record) +
+              printable(librdkafka().rd_kafka_message_errstr(&record)) +
               "); nothing after it is ingested. To accept the loss and go on, give the property "
               "auto.offset.reset=earliest, or store another offset for the partition");
     }
     return KafkaError(options_.topic, static_cast<int>(record.err),
-                      "factum kafka: ingest '" + options_.name + "' on topic '" + options_.topic +
-                          "' partition " + std::to_string(record.partition) + ": " +
-                          librdkafka().rd_kafka_message_errstr(&record));
+                      "factum: kafka: ingest '" + printable(options_.name) + "' on topic '" +
+                          printable(options_.topic) + "' partition " +
+                          std::to_string(record.partition) + ": " +
+                          printable(librdkafka().rd_kafka_message_errstr(&record)));
   }
 
   // The partition's stored offset as text ("(none)" when none is stored, or unreadable).
@@ -408,7 +433,7 @@ class Ingest::Impl {
 
   Ingested ingested(const rd_kafka_message_t& record) const {
     const std::string_view key(static_cast<const char*>(record.key), record.key_len);
-    return Ingested{options_.stream_for_key(key),
+    return Ingested{std::string(key), options_.stream_for_key(key),
                     detail::record_event(record, options_.topic, options_.event_type),
                     record.partition, record.offset};
   }
@@ -440,7 +465,13 @@ class Ingest::Impl {
         // One record at a time below: the same failure comes back at the record that causes it.
       }
     }
-    for (const Ingested& one : chunk) append_in_one(std::span(&one, 1));
+    for (const Ingested& one : chunk) {
+      try {
+        append_in_one(std::span(&one, 1));
+      } catch (const Error&) {
+        detail::rethrow_naming({options_.name, options_.topic, one.partition, one.offset, one.key});
+      }
+    }
   }
 
   void append_in_one(std::span<const Ingested> chunk) {
@@ -491,8 +522,8 @@ class Ingest::Impl {
   std::set<std::int32_t> assigned_;  // guarded by assigned_mu_
 };
 
-Ingest::Ingest(EventStore& store, IngestOptions options)
-    : impl_(std::make_unique<Impl>(store, std::move(options))) {}
+Ingest::Ingest(EventStore& store, IngestOptions options, std::stop_token stop)
+    : impl_(std::make_unique<Impl>(store, std::move(options), stop)) {}
 
 Ingest::~Ingest() = default;
 
@@ -502,7 +533,18 @@ void Ingest::run(std::stop_token stop) { impl_->run(stop); }
 
 std::map<std::int32_t, std::int64_t> Ingest::offsets() const { return impl_->offsets(); }
 
-std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const { return impl_->end_offsets(); }
+std::map<std::int32_t, std::int64_t> Ingest::end_offsets() const {
+  return impl_->end_offsets(impl_->options().broker_timeout, {});
+}
+
+std::map<std::int32_t, std::int64_t> Ingest::end_offsets(std::chrono::milliseconds timeout,
+                                                         std::stop_token stop) const {
+  return impl_->end_offsets(timeout, stop);
+}
+
+std::map<std::int32_t, std::int64_t> Ingest::known_end_offsets() const {
+  return impl_->known_end_offsets();
+}
 
 std::vector<std::int32_t> Ingest::assigned_partitions() const {
   return impl_->assigned_partitions();

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "factum/detail/shared_library.hpp"
+#include "factum/eventstore/text.hpp"
 #include "factum/kafka/errors.hpp"
 
 namespace factum::kafka {
@@ -14,17 +15,18 @@ LibRdKafka load() {
   void* handle = detail::open_library(file, why);
   if (handle == nullptr) {
     throw KafkaError("librdkafka", 0,
-                     "factum kafka: cannot load librdkafka ('" + file + "'): " + why +
+                     "factum: kafka: cannot load librdkafka ('" + printable(file) +
+                         "'): " + printable(why) +
                          "; install it (Debian: librdkafka1) or set FACTUM_LIBRDKAFKA to its path");
   }
   LibRdKafka lib;
-#define FACTUM_RDKAFKA_LOAD(name)                                     \
-  if (!detail::find_function(handle, #name, lib.name)) {              \
-    throw KafkaError("librdkafka", 0,                                 \
-                     "factum kafka: the Kafka bridge needs " #name    \
-                     " from librdkafka, "                             \
-                     "which '" +                                      \
-                         file + "' lacks (librdkafka 1.9 or newer)"); \
+#define FACTUM_RDKAFKA_LOAD(name)                                                \
+  if (!detail::find_function(handle, #name, lib.name)) {                         \
+    throw KafkaError("librdkafka", 0,                                            \
+                     "factum: kafka: the Kafka bridge needs " #name              \
+                     " from librdkafka, "                                        \
+                     "which '" +                                                 \
+                         printable(file) + "' lacks (librdkafka 1.9 or newer)"); \
   }
   FACTUM_RDKAFKA_FUNCTIONS(FACTUM_RDKAFKA_LOAD)
 #undef FACTUM_RDKAFKA_LOAD

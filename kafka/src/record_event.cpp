@@ -71,6 +71,7 @@ EventData record_event(const rd_kafka_message_t& record, const std::string& topi
   if (value != nullptr) out.payload.assign(value, value + record.len);
   out.metadata.correlation_id = header_id(record, kCorrelationIdHeader);
   out.metadata.causation_id = header_id(record, kCausationIdHeader);
+  out.metadata.compensates = header_id(record, kCompensatesHeader);
   out.metadata.values["kafka.topic"] = topic;
   return out;
 }

@@ -32,6 +32,10 @@ namespace orders {
 // The relay's name: its checkpoint is the row "kafka-relay:orders-to-kafka" of
 // factum_checkpoints.
 inline constexpr const char* kKafkaRelayName = "orders-to-kafka";
+// The demo's relay (demo --kafka-mock) into a mock cluster that is gone when the demo ends: a
+// checkpoint of its own, removed at the end, so that the demo never marks an event as published
+// that the real outbox's relay has not published.
+inline constexpr const char* kKafkaDemoRelayName = "orders-demo-kafka-mock";
 // The topic the order events go to unless --topic says otherwise.
 inline constexpr const char* kDefaultKafkaTopic = "orders";
 
@@ -43,9 +47,12 @@ void require_kafka(std::string_view option);
 
 // Where to publish.
 struct KafkaTarget {
-  std::string brokers;                       // bootstrap.servers, HOST:PORT[,HOST:PORT...]
-  std::string topic = kDefaultKafkaTopic;    // the topic
-  std::chrono::milliseconds timeout{30000};  // message.timeout.ms: how long a broker may take
+  std::string brokers;                     // bootstrap.servers, HOST:PORT[,HOST:PORT...]
+  std::string topic = kDefaultKafkaTopic;  // the topic
+  // RelayOptions::delivery_timeout: how long a broker may take to confirm a record.
+  std::chrono::milliseconds timeout{30000};
+  // The relay's name: its checkpoint is the row "kafka-relay:<relay>" of factum_checkpoints.
+  std::string relay = kKafkaRelayName;
 };
 
 // What a publication did.
@@ -62,10 +69,12 @@ struct KafkaPublication {
 KafkaPublication publish_to_kafka(factum::EventStore& store, const KafkaTarget& target);
 
 // The demo's finale (demo --kafka-mock): starts librdkafka's in-process mock cluster, publishes
-// the order events through publish_to_kafka, publishes again (nothing new: the checkpoint is at
-// the head), reads the topic back with a consumer and prints a summary checked against the
-// store: records per partition, distinct event ids, records equal to their stored event. Throws
-// Error without the Kafka bridge, or when the mock cluster cannot be started.
+// the order events through publish_to_kafka as the relay kKafkaDemoRelayName, publishes again
+// (nothing new: the checkpoint is at the head), reads the topic back with a consumer and prints
+// a summary checked against the store: records per partition, distinct event ids, records equal
+// to their stored event. Removes the demo relay's checkpoint at the end; the outbox's own
+// (kKafkaRelayName) is never touched. Throws Error without the Kafka bridge, or when the mock
+// cluster cannot be started.
 void run_kafka_mock_demo(factum::EventStore& store, std::ostream& out);
 
 }  // namespace orders

@@ -4,6 +4,7 @@
 // one name in a consumer group sharing the partitions, and taking over from one that closes or
 // stalls, each record stored once.
 #include <doctest/doctest.h>
+#include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -635,4 +636,102 @@ TEST_CASE("records deleted before they were ingested stop the ingest with an err
   const std::size_t handled = poll_until(going_on, 1);
   CHECK(handled >= 1);
   CHECK(going_on.offsets().at(0) > 5);
+}
+
+TEST_CASE("a compensation keeps the id it compensates through relay and ingest") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore source;
+  source.store.append("account-1", ExpectedVersion::any(), test::make_event("bank.Deposited", "5"));
+  const RecordedEvent deposit = *source.store.read_all(1).begin();
+  EventData reversal = test::make_event("bank.DepositReversed", "5");
+  reversal.metadata.compensates = deposit.id;
+  source.store.append("account-1", ExpectedVersion::any(), reversal);
+  kafka::RelayOptions relay_options;
+  relay_options.name = "out";
+  relay_options.topic = kTopic;
+  relay_options.kafka = {{"bootstrap.servers", cluster.bootstrap_servers()}};
+  kafka::Relay relay(source.store, relay_options);
+  REQUIRE(relay.publish_once() == 2);
+
+  TempStore target;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [](std::string_view key) { return std::string(key); };
+  Ingest ingest(target.store, options);
+  REQUIRE(poll_until(ingest, 2) == 2);
+  const auto copy = target.store.read_event(reversal.id);
+  REQUIRE(copy.has_value());
+  CHECK(copy->metadata.compensates == deposit.id);
+}
+
+TEST_CASE("the error of a record that cannot be appended names its topic, partition and offset") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(3));
+  TempStore t;
+  IngestOptions options = ingest_options(cluster);
+  options.stream_for_key = [](std::string_view key) {
+    return key == "k1" ? std::string() : "payment-" + std::string(key);
+  };
+  Ingest ingest(t.store, options);
+  try {
+    poll_until(ingest, 3);
+    FAIL("a record with no stream id was appended");
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("topic 'payments' partition 0 offset 1 (key 'k1')") != std::string::npos);
+    CHECK(what.find("store the offset 2 for partition 0") != std::string::npos);
+  }
+}
+
+// librdkafka 2.0.2's rd_kafka_query_watermark_offsets never returns once the broker is gone.
+TEST_CASE("end_offsets with the broker gone throws KafkaError instead of waiting for ever") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(4));
+  TempStore t;
+  IngestOptions options = ingest_options(cluster);
+  options.broker_timeout = std::chrono::milliseconds(1000);
+  Ingest ingest(t.store, options);
+  REQUIRE(poll_until(ingest, 4) == 4);
+  cluster.set_down();
+  CHECK_THROWS_AS(ingest.end_offsets(), kafka::KafkaError);
+  cluster.set_up();
+}
+
+TEST_CASE("a stop request ends a new ingest's wait for a cluster out of reach") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  IngestOptions options = ingest_options(cluster);
+  options.broker_timeout = std::chrono::seconds(60);
+  cluster.set_down();
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  try {
+    Ingest ingest(t.store, options, stop.get_token());
+    FAIL("an ingest started with its cluster out of reach");
+  } catch (const kafka::KafkaError& e) {
+    CHECK(e.code() == RD_KAFKA_RESP_ERR__INTR);
+    CHECK(std::string(e.what()).find("interrupted") != std::string::npos);
+  }
+  cluster.set_up();
+}
+
+TEST_CASE("known_end_offsets gives the ends the consumer has heard of, without asking") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(5));
+  TempStore t;
+  Ingest ingest(t.store, ingest_options(cluster));
+  REQUIRE(poll_until(ingest, 5) == 5);
+  cluster.set_down();  // nothing to ask any more
+  const auto known = ingest.known_end_offsets();
+  REQUIRE(known.size() == 1);
+  CHECK(known.at(0) == 5);
+  cluster.set_up();
 }

@@ -85,6 +85,12 @@ void MockCluster::set_up(int id) { rd_kafka_mock_broker_set_up(cluster_, id); }
 
 void MockCluster::set_rtt(int ms) { rd_kafka_mock_broker_set_rtt(cluster_, -1, ms); }
 
+void MockCluster::set_broker_rtt(int id, int ms) { rd_kafka_mock_broker_set_rtt(cluster_, id, ms); }
+
+void MockCluster::set_topic_error(const std::string& topic, int error) {
+  rd_kafka_mock_topic_set_error(cluster_, topic.c_str(), static_cast<rd_kafka_resp_err_t>(error));
+}
+
 void MockCluster::fail_produce_requests(int count, int error) {
   std::vector<rd_kafka_resp_err_t> errors(static_cast<std::size_t>(count),
                                           static_cast<rd_kafka_resp_err_t>(error));
@@ -140,6 +146,29 @@ std::vector<ConsumedRecord> consume_all(const std::string& bootstrap_servers,
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
   return out;
+}
+
+std::int64_t records_in(const std::string& bootstrap_servers, const std::string& topic,
+                        int partitions) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", bootstrap_servers);
+  set(conf, "group.id", "factum-kafka-test-ends");
+  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, conf);
+  rd_kafka_topic_partition_list_t* ends = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) {
+    rd_kafka_topic_partition_list_add(ends, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_END;
+  }
+  // offsets_for_times with the time "latest" gives each partition's end, within the timeout
+  // (rd_kafka_query_watermark_offsets may never return in librdkafka 2.0.2).
+  const rd_kafka_resp_err_t error = rd_kafka_offsets_for_times(rk, ends, 10000);
+  std::int64_t total = 0;
+  for (int i = 0; i < ends->cnt; ++i) total += ends->elems[i].offset;
+  rd_kafka_topic_partition_list_destroy(ends);
+  rd_kafka_destroy(rk);
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw std::runtime_error(std::string("kafka test: cannot read the ends of ") + topic);
+  }
+  return total;
 }
 
 void produce_all(const std::string& bootstrap_servers, const std::string& topic,

@@ -30,6 +30,12 @@ class MockCluster {
   void set_up(int id = -1);
   // Every broker answers each request `ms` milliseconds late.
   void set_rtt(int ms);
+  // Broker `id` answers each request `ms` milliseconds late.
+  void set_broker_rtt(int id, int ms);
+  // Metadata requests answer `error` (an rd_kafka_resp_err_t) for `topic`: with
+  // RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART the topic looks as it does on a cluster that does not
+  // create topics on demand (the mock cluster creates any topic asked for).
+  void set_topic_error(const std::string& topic, int error);
   // The next `count` Produce requests fail with `error` (an rd_kafka_resp_err_t).
   void fail_produce_requests(int count, int error);
   // The next `count` requests of Kafka API `api_key` (22 InitProducerId, 24 AddPartitionsToTxn,
@@ -66,6 +72,11 @@ struct RecordToProduce {
   std::string value;
   std::map<std::string, std::string> headers;
 };
+
+// The end (high watermark) of partitions 0..partitions-1 of `topic`, summed: how many records
+// the topic holds. Throws std::runtime_error when the cluster does not answer.
+std::int64_t records_in(const std::string& bootstrap_servers, const std::string& topic,
+                        int partitions);
 
 // Produces `records` to `topic` (partition chosen by key) and waits until all are delivered.
 // Throws std::runtime_error when one is not.

@@ -178,7 +178,7 @@ TEST_CASE("with the broker down the checkpoint stays before undelivered events, 
   TempStore t;
   append_round_robin(t.store, 5);
   RelayOptions options = relay_options(cluster);
-  options.kafka["message.timeout.ms"] = "1500";
+  options.delivery_timeout = std::chrono::milliseconds(1500);
   options.kafka["reconnect.backoff.max.ms"] = "200";
   options.idle_wait = std::chrono::milliseconds(50);
   Relay relay(t.store, options);
@@ -192,7 +192,9 @@ TEST_CASE("with the broker down the checkpoint stays before undelivered events, 
   } catch (const kafka::DeliveryError& e) {
     CHECK(e.position() == 6);
     CHECK(e.subject() == kTopic);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
     CHECK(std::string(e.what()).find("position 6") != std::string::npos);
+    CHECK(std::string(e.what()).find("within 1.5 s") != std::string::npos);
   }
   auto status = relay.status();
   CHECK(status.checkpoint == 5);
@@ -250,7 +252,7 @@ TEST_CASE("publish_available with the broker down throws for the first unconfirm
   append_round_robin(t.store, 5);
   RelayOptions options = relay_options(cluster);
   options.batch_size = 5;
-  options.kafka["message.timeout.ms"] = "1500";
+  options.delivery_timeout = std::chrono::milliseconds(1500);
   Relay relay(t.store, options);
   REQUIRE(relay.publish_available() == 5);
   cluster.set_down();
@@ -288,7 +290,7 @@ TEST_CASE(
   TempStore t;
   append_round_robin(t.store, 20);
   RelayOptions options = relay_options(cluster);
-  options.kafka["message.timeout.ms"] = "3000";
+  options.delivery_timeout = std::chrono::milliseconds(3000);
   options.batch_size = 10;
   Relay relay(t.store, options);
   REQUIRE(relay.publish_once() == 10);
@@ -368,6 +370,9 @@ TEST_CASE("a relay refuses options that would weaken its guarantee or name nothi
   CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
   options = relay_options(cluster);
   options.kafka["enable.idempotence"] = "false";
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.kafka["enable.gapless.guarantee"] = "false";
   CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
   options = relay_options(cluster);
   options.kafka["no.such.property"] = "1";
@@ -548,4 +553,179 @@ TEST_CASE("a relay refuses transactional.id as a property and a zero transaction
   options = transactional_options(cluster);
   options.transaction_timeout = std::chrono::milliseconds(0);
   CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+}
+
+namespace {
+
+// In one partition, each event's first appearance comes in log order.
+void check_first_appearances_in_log_order(const std::vector<ConsumedRecord>& records) {
+  std::set<std::string> seen;
+  std::uint64_t last = 0;
+  for (const ConsumedRecord& r : records) {
+    if (!seen.insert(r.headers.at(kafka::kEventIdHeader)).second) continue;
+    const std::uint64_t position = std::stoull(r.headers.at(kafka::kPositionHeader));
+    CHECK(position > last);
+    last = position;
+  }
+}
+
+bool wait_for_checkpoint(const Relay& relay, Position position) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (relay.status().checkpoint < position) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+}  // namespace
+
+// The producer takes 20 records at a time, so that the relay hands the batch over in waves while
+// the brokers are down: records must not expire one by one, or a later wave reaches the topic
+// when the brokers come back while the first one, expired, is published again only after it.
+TEST_CASE(
+    "brokers down for longer than the delivery timeout: first appearances stay in log order") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 100);
+  RelayOptions options = relay_options(cluster);
+  options.delivery_timeout = std::chrono::milliseconds(1000);
+  options.kafka["queue.buffering.max.messages"] = "20";
+  options.kafka["reconnect.backoff.max.ms"] = "100";
+  options.batch_size = 100;
+  options.idle_wait = std::chrono::milliseconds(50);
+  cluster.set_down();
+  Relay relay(t.store, options);
+  {
+    std::jthread runner([&](std::stop_token stop) { relay.run(stop); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the outage
+    cluster.set_up();
+    CHECK(wait_for_checkpoint(relay, 100));
+  }
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 100);
+  CHECK(ids_of(records) == ids_of(t.store));
+  check_first_appearances_in_log_order(records);
+  check_stream_order(records);
+}
+
+TEST_CASE("a relay to a topic the cluster does not have says that the topic does not exist") {
+  MockCluster cluster;
+  cluster.set_topic_error("nosuch", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+  TempStore t;
+  append_round_robin(t.store, 3);
+  RelayOptions options = relay_options(cluster);
+  options.topic = "nosuch";
+  options.delivery_timeout = std::chrono::milliseconds(2000);
+  Relay relay(t.store, options);
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded to a topic that does not exist");
+  } catch (const kafka::DeliveryError& e) {
+    CHECK(e.position() == 1);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    CHECK(std::string(e.what()).find("the topic 'nosuch' does not exist") != std::string::npos);
+  }
+  CHECK(relay.status().checkpoint == 0);
+}
+
+TEST_CASE(
+    "a relay refuses message.timeout.ms and a zero delivery timeout: the deadline is its own") {
+  MockCluster cluster;
+  TempStore t;
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.timeout.ms"] = "5000";
+  try {
+    Relay relay(t.store, options);
+    FAIL("a relay took message.timeout.ms");
+  } catch (const InvalidArgument& e) {
+    CHECK(std::string(e.what()).find("delivery_timeout") != std::string::npos);
+  }
+  options = relay_options(cluster);
+  options.kafka["delivery.timeout.ms"] = "5000";
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.delivery_timeout = std::chrono::milliseconds(0);
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+  options = relay_options(cluster);
+  options.max_in_flight = 0;
+  CHECK_THROWS_AS(Relay(t.store, options), InvalidArgument);
+}
+
+TEST_CASE("a stop request ends publish_available with the brokers down, without an error") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  RelayOptions options = relay_options(cluster);
+  options.delivery_timeout = std::chrono::seconds(60);
+  cluster.set_down();
+  Relay relay(t.store, options);
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop.request_stop();
+  });
+  std::size_t published = 1;
+  CHECK_NOTHROW(published = relay.publish_available(stop.get_token()));
+  CHECK(published == 0);
+  CHECK(relay.status().checkpoint == 0);
+  CHECK(relay.status().in_flight == 0);
+  CHECK(relay.status().last_error.empty());
+  cluster.set_up();
+  CHECK(relay.publish_available() == 10);  // withdrawn, not lost
+  CHECK(ids_of(consume_all(cluster.bootstrap_servers(), kTopic, 1, 10)) == ids_of(t.store));
+}
+
+TEST_CASE("an event over a megabyte is published: the producer takes what the store takes") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 2);
+  const std::string big(3u << 20, 'x');  // 3 MiB, within the store's default 4 MiB
+  t.store.append("account-1", ExpectedVersion::any(), make_event("test.Big", big));
+  append_round_robin(t.store, 2, 2);
+  Relay relay(t.store, relay_options(cluster));
+  CHECK(relay.publish_once() == 5);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, 1, 5);
+  REQUIRE(records.size() == 5);
+  CHECK(records[2].value == big);
+  CHECK(relay.status().checkpoint == 5);
+}
+
+TEST_CASE("a message.max.bytes below the store's largest record is refused, saying what to give") {
+  MockCluster cluster;
+  TempStore t;
+  RelayOptions options = relay_options(cluster);
+  options.kafka["message.max.bytes"] = "1000000";
+  try {
+    Relay relay(t.store, options);
+    FAIL("a relay took a producer that cannot carry the store's largest events");
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("message.max.bytes") != std::string::npos);
+    CHECK(what.find("4194304") != std::string::npos);  // the store's payload limit
+  }
+  options.kafka["message.max.bytes"] = "900000000";  // larger is fine
+  CHECK_NOTHROW(Relay(t.store, options));
+}
+
+TEST_CASE("a record the broker refuses as too large fails with what to raise on the broker") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempStore t;
+  append_round_robin(t.store, 3);
+  Relay relay(t.store, relay_options(cluster));
+  cluster.fail_produce_requests(1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  try {
+    relay.publish_once();
+    FAIL("publish_once succeeded though the broker refused the record");
+  } catch (const kafka::DeliveryError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.code() == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    CHECK(what.find("max.message.bytes") != std::string::npos);
+  }
+  CHECK(relay.publish_once() == 3);  // a new producer, and the broker takes them now
 }

@@ -2,6 +2,7 @@
 // correlation id and its reply topic; the reply carrying that id comes back (others are
 // skipped); a reply event relayed from a store answers; no reply is nullopt after the timeout.
 #include <doctest/doctest.h>
+#include <librdkafka/rdkafka.h>
 
 #include <chrono>
 #include <thread>
@@ -128,4 +129,19 @@ TEST_CASE("a requester needs a reply topic, and a request a topic") {
   Request r = charge();
   r.topic.clear();
   CHECK_THROWS_AS(requester.request(r, std::chrono::milliseconds(10)), InvalidArgument);
+}
+
+// The commands' partition has its leader down: the command is never confirmed. The request's
+// timeout bounds the wait for the delivery report too (it waited message.timeout.ms, 300 s, and
+// then threw DeliveryError).
+TEST_CASE("a request whose command is not confirmed in time gives nullopt at its timeout") {
+  MockCluster cluster(2);
+  cluster.create_topic(kCommands, 1);
+  cluster.create_topic(kReplies, 1);
+  cluster.set_leader(kCommands, 0, 2);
+  cluster.set_leader(kReplies, 0, 1);
+  Requester requester(requester_options(cluster));
+  cluster.set_down(2);
+  CHECK_FALSE(requester.request(charge(), std::chrono::seconds(1)).has_value());
+  cluster.set_up(2);
 }

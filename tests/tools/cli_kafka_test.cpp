@@ -271,7 +271,31 @@ TEST_CASE("relay --once with the broker down fails after --timeout with one line
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "position 1"));
+  CHECK(contains(r.err, "no broker confirmed it within 1 s"));
   cluster.set_up();
+}
+
+TEST_CASE("relay with the broker gone ends promptly on SIGTERM, exit 0, checkpoint kept") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  SampleStore s;
+  cluster.set_down();
+  CliProcess relay(relay_args(s, cluster, {"--timeout", "120"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the events are in flight
+  relay.signal(SIGTERM);
+  const CliResult r = relay.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "relay 'out' published 0 events to topic 'bank'; checkpoint 0"));
+  cluster.set_up();
+}
+
+TEST_CASE("relay refuses -X message.timeout.ms: --timeout is the relay's deadline") {
+  MockCluster cluster;
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"-X", "message.timeout.ms=5000", "--once"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "--timeout"));
 }
 
 TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1") {
@@ -281,6 +305,17 @@ TEST_CASE("a librdkafka property the client refuses is a one-line error, exit 1"
   CHECK(r.code == 1);
   CHECK(one_line_error(r));
   CHECK(contains(r.err, "no.such.property"));
+  CHECK(r.err.rfind("factum: kafka: ", 0) == 0);  // the library's prefix, not said twice
+}
+
+TEST_CASE("a property name with control characters is shown escaped in the error") {
+  MockCluster cluster;
+  SampleStore s;
+  const CliResult r = run_cli(relay_args(s, cluster, {"-X", "no.such\x1b[31m\x07=1", "--once"}));
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "no.such\\x1b[31m\\x07"));
+  CHECK_FALSE(contains(r.err, "\x1b"));
 }
 
 // librdkafka is loaded when the bridge is first used (factum/kafka/librdkafka.hpp): without it,
@@ -369,4 +404,84 @@ TEST_CASE("after a SIGKILL mid-way, relay --once resumes from the checkpoint: no
   CHECK(seen == ids);  // every event, none lost
   MESSAGE("checkpoint at kill " << at_kill << ", records " << records.size() << ", repeats "
                                 << repeats);
+}
+
+TEST_CASE("ingest with the broker gone ends promptly on SIGTERM, exit 0") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 2);
+  produce_all(cluster.bootstrap_servers(), kTopic, records(6));
+  TempDir dir;
+  const auto db = empty_store(dir);
+  CliProcess ingest(ingest_args(db, cluster));
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (store.head_position() < 6 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(store.head_position() == 6);
+  cluster.set_down();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ingest.signal(SIGTERM);
+  const CliResult r = ingest.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "ingest 'in' handled 6 records"));
+  cluster.set_up();
+}
+
+TEST_CASE("ingest waiting for a cluster out of reach ends promptly on SIGTERM") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempDir dir;
+  const auto db = empty_store(dir);
+  cluster.set_down();
+  CliProcess ingest(ingest_args(db, cluster, {"--timeout", "120"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // it waits for the partitions
+  ingest.signal(SIGTERM);
+  const CliResult r = ingest.wait(std::chrono::seconds(15));
+  CHECK(r.code == 0);
+  cluster.set_up();
+}
+
+TEST_CASE("ingest --once with the broker out of reach fails within about --timeout") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, 1);
+  TempDir dir;
+  const auto db = empty_store(dir);
+  cluster.set_down();
+  CliOptions options;
+  options.deadline = std::chrono::seconds(7);  // --timeout 2: well within, not the 10 s it was
+  const CliResult r = run_cli(ingest_args(db, cluster, {"--once", "--timeout", "2"}), options);
+  CHECK(r.code == 1);
+  CHECK(one_line_error(r));
+  CHECK(contains(r.err, "topic 'bank'"));
+  cluster.set_up();
+}
+
+// Batches behind one stuck on a slow partition are confirmed and must not make room for more:
+// what a crash publishes twice is bounded by what was handed over after the checkpoint.
+TEST_CASE(
+    "after a SIGKILL, the events in the topic past the checkpoint are at most --max-in-flight") {
+  constexpr int kEvents = 2000;
+  constexpr int kPartitions = 3;
+  constexpr int kMaxInFlight = 50;
+  MockCluster cluster(3);
+  cluster.create_topic(kTopic, kPartitions);
+  for (int p = 0; p < kPartitions; ++p) cluster.set_leader(kTopic, p, p + 1);
+  cluster.set_broker_rtt(1, 300);  // partition 0's leader answers slowly
+  TempDir dir;
+  const auto db = large_store(dir, kEvents, 97);
+  EventStore store = EventStore::open(db, TempStore::fast_options());
+  const CheckpointStore checkpoints(store);  // creates the table before the relay runs
+  CliProcess relay({"relay", db.string(), "--brokers", cluster.bootstrap_servers(), "--topic",
+                    kTopic, "--name", "out", "--max-in-flight", std::to_string(kMaxInFlight)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  relay.signal(SIGKILL);
+  CHECK(relay.wait().code == 128 + SIGKILL);
+  const Position at_kill = checkpoints.load("kafka-relay:out");
+  cluster.set_broker_rtt(1, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // what was sent lands
+  const std::int64_t in_topic = records_in(cluster.bootstrap_servers(), kTopic, kPartitions);
+  MESSAGE("checkpoint at kill " << at_kill << ", records in the topic " << in_topic);
+  CHECK(in_topic > 0);
+  CHECK(in_topic - static_cast<std::int64_t>(at_kill) <= kMaxInFlight);
 }

@@ -15,8 +15,8 @@
 //   type           the factum-type header, else options.event_type
 //   schema version the factum-schema-version header, else 1
 //   payload        the record's value
-//   metadata       correlation and causation ids from their headers (when UUIDs); the
-//                  key/value "kafka.topic" = the topic
+//   metadata       correlation and causation ids and the compensated event's id from their
+//                  headers (when UUIDs); the key/value "kafka.topic" = the topic
 // Every field is a function of the record alone, so consuming a record again gives the same
 // event, which the store recognises as a retry and does not write again.
 //
@@ -36,9 +36,13 @@
 // broker) writes only retries and cannot move the new owner back. A rebalance or a crash
 // therefore neither loses nor duplicates a record in the store.
 //
-// Thread-safety: one thread consumes (poll_once or run) at a time; offsets(), end_offsets() and
-// assigned_partitions() may be called from any thread. The store may be used by other threads
-// meanwhile.
+// No call waits for the cluster longer than IngestOptions::broker_timeout (librdkafka 2.0.2's
+// rd_kafka_query_watermark_offsets, which can wait for ever once the broker is gone, is not
+// used), and the waits of the constructor and end_offsets end early on a stop request.
+//
+// Thread-safety: one thread consumes (poll_once or run) at a time; offsets(), end_offsets(),
+// known_end_offsets() and assigned_partitions() may be called from any thread. The store may be
+// used by other threads meanwhile.
 #pragma once
 
 #include <chrono>
@@ -76,6 +80,10 @@ struct IngestOptions {
   std::string event_type = "kafka.Record";
   // How long poll_once waits for the first record. Default 100 ms.
   std::chrono::milliseconds poll_timeout{100};
+  // How long the constructor waits for the cluster to name the topic's partitions, end_offsets()
+  // for their ends, and poll_once (with consumer_group) for the consumer to seek back after a
+  // failed append. Must be > 0. Default 10 s.
+  std::chrono::milliseconds broker_timeout{10000};
   // At most this many records per poll_once. Default 500.
   std::size_t max_records = 500;
   // Join the Kafka consumer group group.id (subscribe) instead of assigning every partition:
@@ -93,12 +101,15 @@ class Ingest {
  public:
   // Creates the offsets table when missing, creates the consumer and assigns it every partition
   // of the topic at its stored offset (the beginning when none is stored), or with
-  // consumer_group subscribes to the topic (partitions come in poll_once). The store must
-  // outlive the ingest; the destructor leaves the group (its partitions go to the others). Throws
-  // InvalidArgument (a missing name, topic or stream_for_key, a bad property), KafkaError (the
-  // consumer cannot be created, the topic's partitions cannot be read, the subscription is
-  // refused), StorageError.
-  Ingest(EventStore& store, IngestOptions options);
+  // consumer_group subscribes to the topic (partitions come in poll_once). It waits up to
+  // broker_timeout for the topic's partitions, and less when `stop` is requested meanwhile. The
+  // store must outlive the ingest; the destructor leaves the group (its partitions go to the
+  // others). Throws InvalidArgument (a missing name, topic or stream_for_key, a bad property, a
+  // broker_timeout of 0), KafkaError (the consumer cannot be created; the topic's partitions
+  // cannot be read: the topic does not exist, no broker answered within broker_timeout, or code
+  // RD_KAFKA_RESP_ERR__INTR when `stop` ended the wait; the subscription is refused),
+  // StorageError.
+  Ingest(EventStore& store, IngestOptions options, std::stop_token stop = {});
   ~Ingest();
   Ingest(const Ingest&) = delete;
   Ingest& operator=(const Ingest&) = delete;
@@ -108,10 +119,11 @@ class Ingest {
   // record; a repeated event id starts another transaction). When that transaction fails, the
   // records are appended one by one, each in its own transaction, so the records before a bad
   // one are stored and the error is the bad record's. Returns how many records were handled
-  // (appended, or recognised as stored already). Throws what append throws
-  // (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored with
-  // other content or in another stream, StorageError); the consumer then goes back to the stored
-  // offsets, so the failed record is read again. Throws KafkaError for an error the consumer
+  // (appended, or recognised as stored already). Throws what append throws, of the same type,
+  // its message naming the record (topic, partition, offset, key) and the offset that would skip
+  // it (InvalidArgument for a stream id the store refuses, DuplicateEventError for an id stored
+  // with other content or in another stream, StorageError); the consumer then goes back to the
+  // stored offsets, so the failed record is read again. Throws KafkaError for an error the consumer
   // reports (a broker out of reach, an unknown topic; librdkafka recovers from most by itself,
   // so poll again). With consumer_group, a rebalance runs inside this call; when the stored
   // offsets of newly assigned partitions cannot be read it throws StorageError, and the next
@@ -126,12 +138,22 @@ class Ingest {
   // Throws StorageError.
   std::map<std::int32_t, std::int64_t> offsets() const;
 
-  // The end of each partition of the topic, asked of the broker (its high watermark: the offset
-  // the next record produced will get), for every partition the ingest reads. The records still
-  // to ingest are end_offsets()[p] - offsets()[p] (from the start of the partition when no offset
-  // is stored). Waits up to 10 s per partition. With consumer_group, still every partition of
-  // the topic (offsets() holds those of every instance). Throws KafkaError.
+  // The end of each partition of the topic, asked of the partitions' leaders (the high
+  // watermark: the offset the next record produced will get). The records still to ingest are
+  // end_offsets()[p] - offsets()[p] (from the start of the partition when no offset is stored).
+  // With consumer_group, still every partition of the topic (offsets() holds those of every
+  // instance). Waits up to broker_timeout, or `timeout`, in all, and less when `stop` is
+  // requested. Throws KafkaError: no answer in time, a partition's leader refused (code says
+  // why), or RD_KAFKA_RESP_ERR__INTR when `stop` ended the wait.
   std::map<std::int32_t, std::int64_t> end_offsets() const;
+  std::map<std::int32_t, std::int64_t> end_offsets(std::chrono::milliseconds timeout,
+                                                   std::stop_token stop = {}) const;
+
+  // The end of each partition as the consumer last heard it from the partition's leader (its
+  // fetch responses carry it), without asking: partitions it has not fetched from yet are
+  // absent, and an end may be behind by the records produced since. Never waits; throws nothing.
+  // For progress reports that must not wait for a broker that may be gone.
+  std::map<std::int32_t, std::int64_t> known_end_offsets() const;
 
   // The partitions this ingest reads now, ascending: every partition of the topic, or with
   // consumer_group its share (empty before the group gave it one). Throws nothing.

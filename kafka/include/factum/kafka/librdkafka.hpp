@@ -18,7 +18,10 @@
 
 namespace factum::kafka {
 
-// Every librdkafka function factum::kafka and its samples call.
+// Every librdkafka function factum::kafka and its samples call. rd_kafka_query_watermark_offsets
+// is left out on purpose: in librdkafka 2.0.2 it never returns once the broker is gone (fixed in
+// 2.3.0); rd_kafka_offsets_for_times with RD_KAFKA_OFFSET_END asks the same and keeps to its
+// timeout.
 #define FACTUM_RDKAFKA_FUNCTIONS(X)        \
   X(rd_kafka_abort_transaction)            \
   X(rd_kafka_assign)                       \
@@ -43,6 +46,7 @@ namespace factum::kafka {
   X(rd_kafka_error_txn_requires_abort)     \
   X(rd_kafka_fatal_error)                  \
   X(rd_kafka_flush)                        \
+  X(rd_kafka_get_watermark_offsets)        \
   X(rd_kafka_header_add)                   \
   X(rd_kafka_header_get_all)               \
   X(rd_kafka_header_get_last)              \
@@ -61,10 +65,11 @@ namespace factum::kafka {
   X(rd_kafka_mock_cluster_new)             \
   X(rd_kafka_mock_topic_create)            \
   X(rd_kafka_new)                          \
+  X(rd_kafka_offsets_for_times)            \
   X(rd_kafka_poll)                         \
   X(rd_kafka_poll_set_consumer)            \
   X(rd_kafka_produceva)                    \
-  X(rd_kafka_query_watermark_offsets)      \
+  X(rd_kafka_purge)                        \
   X(rd_kafka_rebalance_protocol)           \
   X(rd_kafka_seek_partitions)              \
   X(rd_kafka_subscribe)                    \

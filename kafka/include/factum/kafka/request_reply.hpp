@@ -19,8 +19,9 @@
 // (replies to other requesters, or late replies to requests that timed out) are skipped.
 //
 // Delivery: the command is produced by an idempotent producer and request() waits for its
-// delivery report before it waits for the reply. The reply topic is read from its end as it was
-// just before the command was sent, so a reply cannot be missed however fast it comes.
+// delivery report (within the request's timeout) before it waits for the reply. The reply topic
+// is read from its end as it was just before the command was sent, so a reply cannot be missed
+// however fast it comes. No wait of request() outlasts its timeout.
 //
 // Thread-safety: one thread calls request() at a time.
 #pragma once
@@ -72,9 +73,13 @@ class Requester {
   Requester& operator=(const Requester&) = delete;
 
   // Sends `request` with a new correlation id and waits up to `timeout` (measured from the
-  // call) for the reply that carries it. Returns nullopt when none came in time. Throws
-  // InvalidArgument (no topic), DeliveryError (the command was not delivered: code() says why;
-  // position() is 0), KafkaError (the reply topic cannot be read).
+  // call) for the reply that carries it. Reading the reply topic's ends and waiting for the
+  // command's delivery report count against `timeout`: the call never waits longer. Returns
+  // nullopt when no reply came in time, which includes a command not confirmed in time (it is
+  // then withdrawn; one already sent may still reach its topic, so the command may or may not
+  // have been seen). Throws InvalidArgument (no topic), DeliveryError (the delivery report said
+  // the command failed: code() says why; position() is 0), KafkaError (the reply topic's ends
+  // cannot be read in time).
   std::optional<Reply> request(const Request& request, std::chrono::milliseconds timeout);
 
  private:
