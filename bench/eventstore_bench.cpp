@@ -313,7 +313,11 @@ class SchemaLog {
 
  private:
   static const fs::path& created(const fs::path& file, const Config& c) {
-    factum::EventStore::open(file, store_options(c));  // writes the schema, then closes
+    // A store is made by its first write that commits: one that leaves no table behind.
+    factum::EventStore::open(file, store_options(c)).write_sql([](factum::Sql& sql) {
+      sql.execute("CREATE TABLE made (x INTEGER)");
+      sql.execute("DROP TABLE made");
+    });
     return file;
   }
   void begin() { begin_.run(); }
