@@ -135,6 +135,55 @@ TEST_CASE("a relay publishes every event of the log once, with its headers, in s
   CHECK(relay.publish_once() == 0);  // nothing new
 }
 
+namespace {
+
+// Deletes the events at `positions` behind the library's back (its triggers dropped first).
+void delete_events(EventStore& store, std::initializer_list<Position> positions) {
+  store.write_sql([&](Sql& sql) {
+    sql.execute(sql.dialect() == SqlDialect::postgres
+                    ? "DROP TRIGGER IF EXISTS events_are_immutable ON events"
+                    : "DROP TRIGGER IF EXISTS events_are_permanent");
+    for (const Position p : positions) {
+      sql.execute("DELETE FROM events WHERE position = ?1", {static_cast<std::int64_t>(p)});
+    }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a relay stops at a hole in the log and publishes nothing after it") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  delete_events(t.store, {5});
+  Relay relay(t.store, relay_options(cluster));
+  try {
+    relay.publish_once();
+    FAIL("the relay did not stop at the hole");
+  } catch (const CorruptStoreError& e) {
+    CHECK(e.position() == 5);
+  }
+  CHECK(relay.status().checkpoint <= 4);
+  CHECK(relay.status().published <= 4);
+}
+
+TEST_CASE("a relay of a log whose tail was cut fails naming the first missing position") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempStore t;
+  append_round_robin(t.store, 10);
+  delete_events(t.store, {9, 10});  // the store's high-water mark stays at 10
+  Relay relay(t.store, relay_options(cluster));
+  try {
+    relay.publish_once();
+    FAIL("the relay did not find the cut tail");
+  } catch (const CorruptStoreError& e) {
+    CHECK(e.position() == 9);
+  }
+  CHECK(relay.status().checkpoint <= 8);
+}
+
 TEST_CASE("a relay of one category publishes only that category's events") {
   MockCluster cluster;
   cluster.create_topic(kTopic, kPartitions);
