@@ -9,6 +9,7 @@
 #include "event_json.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "run_command.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
@@ -281,8 +282,8 @@ int run_audit(const AuditOptions& o) {
     print_list("compensated by", a.compensations, false);
   }
   if (!a.related_ok) {
-    std::cerr << "factum: an event related to " << a.event.id.to_string()
-              << " does not match its hash (run factum verify)\n";
+    print_error("an event related to " + a.event.id.to_string() +
+                " does not match its hash (run factum verify)");
   }
   return a.hash_ok && a.related_ok ? kOk : kDamaged;
 }

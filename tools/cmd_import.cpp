@@ -444,9 +444,11 @@ void install_interrupt_handlers() {
 
 void print_summary(const Loaded& loaded, const ImportOptions& o) {
   if (o.quiet) return;
-  std::cerr << "imported " << loaded.events << " events into '" << shown_location(o.db)
-            << "'; head " << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
-            << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
+  std::cerr << one_line("imported " + std::to_string(loaded.events) + " events into '" +
+                        shown_location(o.db) + "'; head " + std::to_string(loaded.head.position) +
+                        " " + to_hex(loaded.head.hash) + "; verified" +
+                        (loaded.trailer ? "" : " (a prefix: the export had no trailer)"))
+            << '\n';
 }
 
 // The events the store at `uri` holds (its head position); nullopt when there is no store
@@ -527,15 +529,16 @@ int import_into_server(const ImportOptions& o) {
       // The server is out of reach: the commit may or may not have happened.
     }
     if (!kept) {
-      std::cerr << "factum import: '" << shown_location(o.db)
+      std::cerr << "factum import: '" << printable(shown_location(o.db))
                 << "' could not be asked what it holds: if the failure came during the commit, "
                    "the whole log may be there (check with factum verify)\n";
     } else if (*kept > 0) {
-      std::cerr << "factum import: '" << shown_location(o.db) << "' holds " << *kept
+      std::cerr << "factum import: '" << printable(shown_location(o.db)) << "' holds " << *kept
                 << " events after the failure: drop the schema's tables (or the schema) before "
                    "importing again\n";
     } else {
-      std::cerr << "factum import: nothing was imported into '" << shown_location(o.db) << "'\n";
+      std::cerr << "factum import: nothing was imported into '" << printable(shown_location(o.db))
+                << "'\n";
     }
     throw;
   }

@@ -8,13 +8,19 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
+#include "factum/eventstore/text.hpp"
 
 namespace factum::cli {
 namespace {
 
-// `text` for an error message: cut at 24 characters, so a 400-digit argument stays one line.
-std::string shown_argument(const std::string& text) {
-  return "'" + (text.size() > 24 ? text.substr(0, 24) + "..." : text) + "'";
+// `text` for an error message: at most `max` bytes (cut before a UTF-8 sequence, never inside
+// one), so a 400-digit argument stays short, and escaped (printable), so an argument cannot
+// drive the terminal.
+std::string shown_argument(const std::string& text, std::size_t max = 24) {
+  if (text.size() <= max) return "'" + printable(text) + "'";
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return "'" + printable(text.substr(0, cut)) + "...'";
 }
 
 }  // namespace
@@ -64,7 +70,7 @@ const CLI::Validator& event_id_validator() {
           EventId::parse(text);
           return {};
         } catch (const Error&) {
-          return "'" + text + "' is not an event id (a UUID such as " +
+          return shown_argument(text, 64) + " is not an event id (a UUID such as " +
                  "0190f5a2-7c3e-7a11-8b22-3c4d5e6f7081)";
         }
       },
@@ -79,7 +85,7 @@ const CLI::Validator& hash_validator() {
           hash_from_hex(text);
           return {};
         } catch (const Error&) {
-          return "'" + text + "' is not a SHA-256 hash (64 hexadecimal digits)";
+          return shown_argument(text, 80) + " is not a SHA-256 hash (64 hexadecimal digits)";
         }
       },
       "HASH");

@@ -29,6 +29,35 @@ std::string reason(int error) {
   return text;
 }
 
+// The code point of the UTF-8 sequence at text[i] (valid UTF-8, as JSON text is) and its length;
+// a byte that does not start a sequence counts as one byte of its own value.
+std::size_t utf8_sequence(const std::string& text, std::size_t i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  const std::size_t n = b0 < 0xc0 ? 1 : b0 < 0xe0 ? 2 : b0 < 0xf0 ? 3 : 4;
+  if (n == 1 || i + n > text.size()) {
+    cp = b0;
+    return 1;
+  }
+  cp = b0 & (0x7f >> n);
+  for (std::size_t k = 1; k < n; ++k) {
+    cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+  }
+  return n;
+}
+
+// `cp` as a JSON escape: \uXXXX, or a surrogate pair past U+FFFF.
+void append_json_escape(std::string& out, char32_t cp) {
+  char buf[16];
+  if (cp <= 0xffff) {
+    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+  } else {
+    const char32_t v = cp - 0x10000;
+    std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xd800 + (v >> 10)),
+                  static_cast<unsigned>(0xdc00 + (v & 0x3ff)));
+  }
+  out += buf;
+}
+
 }  // namespace
 
 Table::Table(std::vector<Column> columns, std::FILE* out)
@@ -46,6 +75,7 @@ Table::~Table() {
 
 void Table::add(std::vector<std::string> cells) {
   cells.resize(columns_.size());
+  for (std::string& cell : cells) cell = printable(cell);
   ++rows_;
   if (header_done_) {
     print(cells);
@@ -105,21 +135,54 @@ void flush_output(std::FILE* out) {
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields,
                   const std::string& indent) {
   std::size_t width = 0;
-  for (const auto& [label, value] : fields) width = std::max(width, label.size());
+  for (const auto& [label, value] : fields) width = std::max(width, display_width(label));
   for (const auto& [label, value] : fields) {
-    std::cout << indent << label << std::string(width - label.size() + 2, ' ') << value << '\n';
+    const std::string shown = printable(label);
+    std::cout << indent << shown << std::string(width - display_width(shown) + 2, ' ')
+              << printable(value) << '\n';
   }
   if (std::cout.bad()) note_write_failure();
 }
 
 void print_json(const Json& value) {
-  std::cout << value.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  std::cout << json_dump(value, 2) << '\n';
   if (std::cout.bad()) note_write_failure();
 }
 
 void print_json_line(const Json& value) {
-  std::cout << value.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+  std::cout << json_dump(value) << '\n';
   if (std::cout.bad()) note_write_failure();
+}
+
+std::string json_dump(const Json& value, int indent) {
+  return escape_hidden_in_json(value.dump(indent, ' ', false, Json::error_handler_t::replace));
+}
+
+std::string escape_hidden_in_json(std::string json) {
+  std::size_t i = 0;
+  while (i < json.size() && static_cast<unsigned char>(json[i]) < 0x7f) ++i;
+  if (i == json.size()) return json;  // ASCII without DEL: nothing to escape
+  std::string out = json.substr(0, i);
+  while (i < json.size()) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(json, i, cp);
+    // Only past ASCII: the C0 controls never appear raw in JSON text but as the line breaks
+    // and indentation of a pretty-printed document, which must stay as they are.
+    if (cp >= 0x7f && is_hidden_code_point(cp)) {
+      append_json_escape(out, cp);
+    } else {
+      out.append(json, i, n);
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return printable(text);
 }
 
 std::string format_time(Timestamp t) {
