@@ -300,10 +300,10 @@ void add_audit_command(CLI::App& app, Action& action) {
   CLI::Option* id =
       cmd->add_option("--event,-e", o->event, "The event's id")->check(event_id_validator());
   CLI::Option* pos = cmd->add_option("--position,-p", o->position, "The event at this position")
-                         ->check(whole_number(1));
+                         ->transform(whole_number(1));
   id->excludes(pos);
   cmd->add_option("--limit", o->limit, "List at most N events per section (default 100)")
-      ->check(whole_number(0));
+      ->transform(whole_number(0));
   add_json_flag(*cmd, o->json);
   cmd->callback([&action, o, id, pos] {
     if (id->count() == 0 && pos->count() == 0) throw CLI::RequiredError("--event or --position");

@@ -156,8 +156,8 @@ void add_export_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "export", "Write the log as JSON Lines: envelopes, metadata, payload as base64, hashes");
   add_db_argument(*cmd, o->db);
-  cmd->add_option("--from", o->from, "First position (default 1)")->check(whole_number(1));
-  cmd->add_option("--to", o->to, "Last position (default: the head)")->check(whole_number(1));
+  cmd->add_option("--from", o->from, "First position (default 1)")->transform(whole_number(1));
+  cmd->add_option("--to", o->to, "Last position (default: the head)")->transform(whole_number(1));
   cmd->add_option("--format", o->format, "Output format (only jsonl)")
       ->check(CLI::IsMember({"jsonl"}));
   cmd->add_option("--output,-o", o->output, "Write to FILE (must not exist) instead of stdout");

@@ -43,6 +43,7 @@ CLI::Validator whole_number(std::uint64_t min, std::uint64_t max) {
           return shown_argument(text) + " is not a whole number from " + std::to_string(min) +
                  " to " + std::to_string(max);
         }
+        text = std::to_string(value);  // "010" is ten: CLI11 alone would read it as octal
         return {};
       },
       "");

@@ -189,6 +189,20 @@ TEST_CASE("numeric options in range are taken as given") {
   CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(500));
 }
 
+TEST_CASE("whole-number options read a leading zero as decimal, never as octal") {
+  TempDir dir;
+  const std::filesystem::path path = dir.file("store.db");
+  EventStore::open(path, TempStore::fast_options())
+      .append("bulk-1", ExpectedVersion::any(), make_events(12));
+  CHECK(
+      lines_of(run_cli({"read", path.string(), "bulk-1", "--limit", "010", "--json"}).out).size() ==
+      10);
+  CHECK(lines_of(run_cli({"tail", path.string(), "-n", "010", "--json"}).out).size() == 10);
+  const CliResult r = run_cli({"export", path.string(), "--from", "010", "-q"});
+  REQUIRE(r.code == 0);
+  CHECK(Json::parse(lines_of(r.out).at(0))["position"] == 10);
+}
+
 // --- damaged stores ------------------------------------------------------------------------
 
 void truncate_file(const std::filesystem::path& file, std::uintmax_t size) {
