@@ -63,10 +63,11 @@ TEST_CASE("export -o writes into a named pipe, as >(gzip > x) gives it, and leav
     close(fd);
   });
   const CliResult r = run_cli({"export", s.file(), "-o", pipe.string()});
-  // An export that never opened the pipe leaves the reader waiting: this opens it instead.
+  // An export that never opened the pipe leaves the reader waiting in open(): this opens it
+  // instead, and closes it at once, so that the reader then reads the end of the pipe.
   const int unblock = open(pipe.c_str(), O_WRONLY | O_NONBLOCK);
-  reader.join();
   if (unblock >= 0) close(unblock);
+  reader.join();
   CHECK(r.code == 0);
   CHECK(lines_of(received).size() == 9);  // 8 events and the trailer
   CHECK(std::filesystem::is_fifo(pipe));
