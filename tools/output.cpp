@@ -7,12 +7,17 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <limits>
 
 #include "base64.hpp"
 #include "cli.hpp"
 
 namespace factum::cli {
 namespace {
+
+constexpr std::int64_t kMicrosPerDay = 86'400'000'000;
+// The most days from 1970-01-01 a 64-bit count of microseconds reaches, either way (+1).
+constexpr std::int64_t kMaxDay = std::numeric_limits<std::int64_t>::max() / kMicrosPerDay + 1;
 
 // The errno of the first failed write or flush (glibc drops the buffer after a failed flush, so
 // a later flush succeeds and only ferror() still tells; the reason must be kept from the first).
@@ -56,6 +61,53 @@ void append_json_escape(std::string& out, char32_t cp) {
                   static_cast<unsigned>(0xdc00 + (v & 0x3ff)));
   }
   out += buf;
+}
+
+// Floor division and its remainder (0 <= remainder < divisor), also for the most negative
+// numbers: no intermediate product that could overflow.
+std::int64_t floor_div(std::int64_t value, std::int64_t divisor, std::int64_t& remainder) {
+  remainder = value % divisor;
+  std::int64_t quotient = value / divisor;
+  if (remainder < 0) {
+    remainder += divisor;
+    --quotient;
+  }
+  return quotient;
+}
+
+struct CivilDate {
+  std::int64_t year;
+  unsigned month;
+  unsigned day;
+};
+
+// The proleptic Gregorian date of a day number (days since 1970-01-01), for any day a 64-bit
+// microsecond count reaches (H. Hinnant's civil_from_days, in 64-bit arithmetic).
+CivilDate civil_from_days(std::int64_t days) {
+  const std::int64_t z = days + 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const std::int64_t doe = z - era * 146097;
+  const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const std::int64_t mp = (5 * doy + 2) / 153;
+  const auto day = static_cast<unsigned>(doy - (153 * mp + 2) / 5 + 1);
+  const auto month = static_cast<unsigned>(mp < 10 ? mp + 3 : mp - 9);
+  return {yoe + era * 400 + (month <= 2 ? 1 : 0), month, day};
+}
+
+// "2026-12-02"; a year outside 0000-9999 in ISO 8601's expanded form, with a sign and at least
+// six digits ("+294247-01-10", "-290308-12-21"), as JavaScript's toISOString writes it.
+std::string date_text(std::int64_t days) {
+  const CivilDate d = civil_from_days(days);
+  char buf[48];
+  if (d.year >= 0 && d.year <= 9999) {
+    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u", static_cast<long long>(d.year), d.month,
+                  d.day);
+  } else {
+    std::snprintf(buf, sizeof buf, "%c%06lld-%02u-%02u", d.year < 0 ? '-' : '+',
+                  static_cast<long long>(d.year < 0 ? -d.year : d.year), d.month, d.day);
+  }
+  return buf;
 }
 
 }  // namespace
@@ -186,30 +238,26 @@ std::string one_line(std::string text) {
 }
 
 std::string format_time(Timestamp t) {
-  using namespace std::chrono;
-  const auto day = floor<days>(t);
-  const year_month_day ymd{day};
-  auto us = (t - day).count();
+  std::int64_t us = 0;
+  const std::int64_t day = floor_div(t.time_since_epoch().count(), kMicrosPerDay, us);
   const auto h = us / 3'600'000'000;
   us %= 3'600'000'000;
   const auto m = us / 60'000'000;
   us %= 60'000'000;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
-                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                static_cast<unsigned>(ymd.day()), static_cast<long long>(h),
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "T%02lld:%02lld:%02lld.%06lldZ", static_cast<long long>(h),
                 static_cast<long long>(m), static_cast<long long>(us / 1'000'000),
                 static_cast<long long>(us % 1'000'000));
-  return buf;
+  return date_text(day) + buf;
 }
 
 std::string format_day(std::int64_t days_since_epoch) {
-  using namespace std::chrono;
-  const year_month_day ymd{sys_days{days{days_since_epoch}}};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
-  return buf;
+  // Past the days a 64-bit microsecond count reaches (about 292,000 years each way), the day
+  // number itself.
+  if (days_since_epoch > kMaxDay || days_since_epoch < -kMaxDay) {
+    return "day " + std::to_string(days_since_epoch) + " (out of range)";
+  }
+  return date_text(days_since_epoch);
 }
 
 std::string human_bytes(std::uint64_t bytes) {

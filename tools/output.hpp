@@ -82,9 +82,12 @@ std::string json_dump(const Json& value, int indent = -1);
 // `json` (JSON text in valid UTF-8) with its hidden code points written as \uXXXX escapes.
 std::string escape_hidden_in_json(std::string json);
 
-// "2026-12-02T12:29:19.620741Z" (UTC, microseconds).
+// "2026-12-02T12:29:19.620741Z" (UTC, microseconds), right for every 64-bit microsecond count:
+// a year outside 0000-9999 is written in ISO 8601's expanded form, a sign and six or more
+// digits ("-290308-12-21T19:59:05.224192Z", "+294247-01-10T04:00:54.775807Z").
 std::string format_time(Timestamp t);
-// "2026-12-02" for a day number (days since 1970-01-01).
+// "2026-12-02" for a day number (days since 1970-01-01), years as format_time writes them; a
+// day no 64-bit microsecond count reaches is "day N (out of range)".
 std::string format_day(std::int64_t days_since_epoch);
 // "1.2 MiB" (binary units); "512 B" below a KiB.
 std::string human_bytes(std::uint64_t bytes);
