@@ -54,7 +54,9 @@ CLI::Validator seconds(double max, const std::string& max_text) {
       [max, max_text](std::string& text) -> std::string {
         double value = 0;
         const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        // Fixed notation only: digits with one optional point ("2.5"), no exponent ("1e3"), no
+        // hexadecimal ("0x1p3"), no sign.
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
         if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < 0 ||
             value > max) {
           return shown_argument(text) + " is not a number of seconds from 0 to " + max_text;

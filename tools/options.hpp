@@ -27,8 +27,9 @@ inline constexpr std::uint64_t kMaxNumber = std::numeric_limits<std::int64_t>::m
 // (base 0: "010" is 8 and "0x10" is 16): add it with Option::transform, never Option::check
 // (which hands the validator a copy, so CLI11 would still read "010" as octal).
 CLI::Validator whole_number(std::uint64_t min, std::uint64_t max = kMaxNumber);
-// A CLI11 validator for a duration in seconds: a finite decimal number from 0 to `max` (written
-// `max_text` in the message); NaN, infinities and values past `max` are usage errors.
+// A CLI11 validator for a duration in seconds: a decimal number in fixed notation ("30",
+// "2.5") from 0 to `max` (written `max_text` in the message); an exponent ("1e3"), hexadecimal,
+// a sign, NaN, infinities and values past `max` are usage errors.
 CLI::Validator seconds(double max, const std::string& max_text);
 
 // CLI11 validators for an event id (UUID) and a SHA-256 hash in hexadecimal.
