@@ -340,7 +340,7 @@ TEST_CASE("import from stdin is all or nothing: a bad export leaves no events") 
     const std::size_t at = input[4].find("\"teller-7\"");
     REQUIRE(at != std::string::npos);
     input[4].replace(at, 10, "\"teller-8\"");
-    error = "line 5: event at position 5 is corrupt: its hash does not match";
+    error = "line 5: the event at position 5: its hash does not match";
     code = 3;
   }
   SUBCASE("another log's head") {
