@@ -282,11 +282,10 @@ std::filesystem::path store_with(const TempDir& dir, const std::string& stream,
   return path;
 }
 
-TEST_CASE("import refuses a stream id longer than read accepts, naming the line") {
+TEST_CASE("import refuses a stream id longer than a store's default limit, naming the line") {
   TempDir dir;
   const std::string stream = "long-" + std::string(295, 'x');  // 300 bytes; the limit is 200
   const auto store = store_with(dir, stream, 10);
-  CHECK(run_cli({"read", store.string(), stream}).code != 0);  // what import must not create
   const auto exported = dir.file("long.jsonl");
   REQUIRE(run_cli({"export", store.string(), "-o", exported.string()}).code == 0);
   const CliResult r = run_cli({"import", dir.file("copy.db").string(), exported.string()});

@@ -74,6 +74,21 @@ TEST_CASE("times around the epoch and before year 1 print as ISO 8601 dates") {
   CHECK(contains(run_cli({"tail", year_minus_one.file()}).out, "-000001-12-31T23:59:59.999999Z"));
 }
 
+TEST_CASE("read shows a stream whose id is longer than the default limit, as streams lists it") {
+  TempDir dir;
+  const auto path = dir.file("long.db");
+  const std::string stream = "long-" + std::string(295, 'x');  // 300 bytes; the default is 200
+  StoreOptions options = TempStore::fast_options();
+  options.max_stream_id_length = 1000;
+  EventStore::open(path, options)
+      .append(stream, ExpectedVersion::any(), make_event("test.Long", "{}"));
+  CHECK(contains(run_cli({"streams", path.string()}).out, stream));
+  const CliResult r = run_cli({"read", path.string(), stream, "--json"});
+  CHECK(r.code == 0);
+  REQUIRE(lines_of(r.out).size() == 1);
+  CHECK(Json::parse(lines_of(r.out)[0])["stream"] == stream);
+}
+
 // A store whose causation ids form a cycle through the event at position 1: 1 causes 2, 2
 // causes 3, 3 causes 1 (the API accepts any causation id), and 3 also causes 4.
 struct CycleStore {
