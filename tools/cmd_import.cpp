@@ -7,12 +7,9 @@
 // leaves nothing behind. DB may also be a PostgreSQL URI whose schema holds no events
 // (import_into_server).
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -32,8 +29,6 @@
 
 namespace factum::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr std::size_t kBatchEvents = 1000;
 constexpr std::size_t kBatchBytes = 16u << 20;
