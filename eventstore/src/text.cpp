@@ -84,6 +84,11 @@ std::string printable(std::string_view text) {
   out.reserve(text.size());
   char32_t cp = 0;
   for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b >= 0x20 && b < 0x7f) {  // printable ASCII, the common case: as it is
+      out += text[i++];
+      continue;
+    }
     const std::size_t n = decode(text, i, cp);
     if (n == 0 || (n == 1 && is_hidden_code_point(cp))) {
       append_escape(out, "\\x", static_cast<unsigned char>(text[i]), 2);
