@@ -9,6 +9,7 @@
 #include "event_json.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "run_command.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
@@ -34,21 +35,32 @@ struct Related {
 struct RelatedList {
   std::vector<Related> shown;
   std::uint64_t total = 0;
+  bool deeper = false;  // caused: events further down than kMaxDepth were left out
 };
 
 constexpr const char* kBrief =
     "e.position, s.stream_id, e.stream_version, e.type, e.event_id, e.recorded_at";
 
-// Every event caused by ?1, directly or through others (depth 1 = direct), up to 64 levels.
-const std::string kCausedSql = std::string(
-                                   "WITH RECURSIVE caused(id, depth) AS (SELECT ?1, 0 UNION "
-                                   "SELECT e.event_id, c.depth + 1 FROM caused c JOIN events e "
-                                   "ON e.causation_id = c.id WHERE c.depth < 64) "
-                                   "SELECT c.depth, ") +
-                               kBrief +
-                               " FROM caused c JOIN events e ON e.event_id = c.id LEFT JOIN "
-                               "streams s ON s.stream_key = e.stream_key WHERE c.depth > 0 "
-                               "ORDER BY e.position";
+// How many levels of causation audit follows.
+constexpr std::int64_t kMaxDepth = 64;
+
+// Every event caused by ?1, directly or through others (depth 1 = direct), each once. An event
+// has one causation id, so each is reached from one cause only, and the one event the walk can
+// meet again is ?1 itself, when causation ids form a cycle through it (the API accepts any id):
+// it is listed once, at the depth where the cycle closes, and not followed again. The walk goes
+// one level past kMaxDepth, to tell whether there is more than it lists.
+const std::string kCausedSql =
+    std::string(
+        "WITH RECURSIVE caused(id, depth) AS (SELECT ?1, 0 UNION "
+        "SELECT e.event_id, c.depth + 1 FROM caused c JOIN events e ON e.causation_id = c.id "
+        "WHERE c.depth <= ") +
+    std::to_string(kMaxDepth) +
+    " AND (c.depth = 0 OR c.id <> ?1)) "
+    "SELECT c.depth, " +
+    kBrief +
+    " FROM caused c JOIN events e ON e.event_id = c.id LEFT JOIN "
+    "streams s ON s.stream_key = e.stream_key WHERE c.depth > 0 "
+    "ORDER BY e.position";
 // The correlation group ?1: the events carrying it, and the event whose id it is.
 const std::string kCorrelationSql = std::string("SELECT 0, ") + kBrief +
                                     " FROM events e LEFT JOIN streams s ON s.stream_key = "
@@ -84,6 +96,10 @@ RelatedList query_related(const EventStore& store, const std::string& sql, const
   RelatedList out;
   store.read_sql([&](Sql& s) {
     s.query(sql, {id_param(id)}, [&](const SqlRow& r) {
+      if (r.integer(0) > kMaxDepth) {
+        out.deeper = true;
+        return;
+      }
       if (++out.total <= limit) out.shown.push_back(related_row(r));
     });
   });
@@ -155,7 +171,9 @@ Json list_json(const RelatedList& list, bool with_depth) {
     j["hash_ok"] = r.hash_ok;
     events.push_back(std::move(j));
   }
-  return {{"total", list.total}, {"events", std::move(events)}};
+  Json j = {{"total", list.total}, {"events", std::move(events)}};
+  if (with_depth) j["depth_limit_reached"] = list.deeper;
+  return j;
 }
 
 Json audit_json(const Audit& a) {
@@ -261,6 +279,10 @@ void print_list(const std::string& title, const RelatedList& list, bool with_dep
   if (list.total > list.shown.size()) {
     std::cout << "... and " << list.total - list.shown.size() << " more (raise --limit)\n";
   }
+  if (list.deeper) {
+    std::cout << "... the walk stopped at depth " << kMaxDepth
+              << ": events caused further down are not listed\n";
+  }
 }
 
 int run_audit(const AuditOptions& o) {
@@ -281,8 +303,8 @@ int run_audit(const AuditOptions& o) {
     print_list("compensated by", a.compensations, false);
   }
   if (!a.related_ok) {
-    std::cerr << "factum: an event related to " << a.event.id.to_string()
-              << " does not match its hash (run factum verify)\n";
+    print_error("an event related to " + a.event.id.to_string() +
+                " does not match its hash (run factum verify)");
   }
   return a.hash_ok && a.related_ok ? kOk : kDamaged;
 }
@@ -299,10 +321,10 @@ void add_audit_command(CLI::App& app, Action& action) {
   CLI::Option* id =
       cmd->add_option("--event,-e", o->event, "The event's id")->check(event_id_validator());
   CLI::Option* pos = cmd->add_option("--position,-p", o->position, "The event at this position")
-                         ->check(whole_number(1));
+                         ->transform(whole_number(1));
   id->excludes(pos);
   cmd->add_option("--limit", o->limit, "List at most N events per section (default 100)")
-      ->check(whole_number(0));
+      ->transform(whole_number(0));
   add_json_flag(*cmd, o->json);
   cmd->callback([&action, o, id, pos] {
     if (id->count() == 0 && pos->count() == 0) throw CLI::RequiredError("--event or --position");

@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -36,7 +38,9 @@ struct ExportOptions {
 std::atomic<bool> g_interrupted{false};
 void on_interrupt(int) { g_interrupted.store(true); }
 
-// Where the lines go: stdout, or a file that is removed unless the export completes.
+// Where the lines go: stdout; a new file, removed unless the export completes; or an existing
+// pipe or device (`-o >(gzip > x)`, /dev/stdout), written as it is and never removed. An
+// existing regular file or directory is refused.
 class Output {
  public:
   explicit Output(const std::string& path) : path_(path == "-" ? std::string() : path) {
@@ -44,15 +48,20 @@ class Output {
       file_ = stdout;
       return;
     }
-    if (std::filesystem::exists(path_))
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path_, ec);
+    if (std::filesystem::is_directory(status)) throw CliError("'" + path_ + "' is a directory");
+    if (std::filesystem::is_regular_file(status)) {
       throw CliError("'" + path_ + "' exists; not overwriting it");
-    file_ = std::fopen(path_.c_str(), "wbx");
-    if (file_ == nullptr) throw CliError("cannot create '" + path_ + "'");
+    }
+    owned_ = !std::filesystem::exists(status);
+    file_ = std::fopen(path_.c_str(), owned_ ? "wbx" : "wb");
+    if (file_ == nullptr) throw CliError("cannot create '" + path_ + "': " + std::strerror(errno));
   }
   ~Output() {
     if (file_ != stdout && file_ != nullptr) {
       std::fclose(file_);
-      if (!complete_) std::remove(path_.c_str());
+      if (owned_ && !complete_) std::remove(path_.c_str());
     }
   }
   Output(const Output&) = delete;
@@ -78,6 +87,7 @@ class Output {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  bool owned_ = false;  // created here: removed unless complete
   bool complete_ = false;
 
   void put(std::string_view text) {
@@ -156,11 +166,12 @@ void add_export_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "export", "Write the log as JSON Lines: envelopes, metadata, payload as base64, hashes");
   add_db_argument(*cmd, o->db);
-  cmd->add_option("--from", o->from, "First position (default 1)")->check(whole_number(1));
-  cmd->add_option("--to", o->to, "Last position (default: the head)")->check(whole_number(1));
+  cmd->add_option("--from", o->from, "First position (default 1)")->transform(whole_number(1));
+  cmd->add_option("--to", o->to, "Last position (default: the head)")->transform(whole_number(1));
   cmd->add_option("--format", o->format, "Output format (only jsonl)")
       ->check(CLI::IsMember({"jsonl"}));
-  cmd->add_option("--output,-o", o->output, "Write to FILE (must not exist) instead of stdout");
+  cmd->add_option("--output,-o", o->output,
+                  "Write to FILE (a new file, or a pipe or device) instead of stdout");
   cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
   cmd->callback([&action, o] { action = [o] { return run_export(*o); }; });
 }

@@ -1,16 +1,15 @@
 // tools/cmd_import.cpp — `factum import DB [FILE] [--head HASH]`: loads a `factum export` (JSON
-// Lines, from a file or stdin) into a new store, keeping every event's position, id, recorded-at
-// time and hash (EventStore::import_events checks each hash against the chain), then verifies
-// the whole store. The store is built in a temporary file beside DB and only moved to DB once
-// it verifies, so a failed or interrupted import leaves nothing behind. DB may also be a
-// PostgreSQL URI whose schema holds no events (import_into_server).
+// Lines, from a file, a pipe or stdin) into a new store, keeping every event's position, id,
+// recorded-at time and hash (EventStore::import_events checks each hash against the chain; an
+// export whose lines were altered, swapped or cut is damaged, exit 3). The store is built under a
+// temporary name beside DB and moved to DB once it verifies (import_target.hpp: no stale -wal
+// may join it), then verified once more where it now stands; a failed or interrupted import
+// leaves nothing behind. DB may also be a PostgreSQL URI whose schema holds no events
+// (import_into_server).
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -20,15 +19,16 @@
 #include "base64.hpp"
 #include "cli.hpp"
 #include "event_json.hpp"
+#include "import_target.hpp"
+#include "line_reader.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
+#include "run_command.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr std::size_t kBatchEvents = 1000;
 constexpr std::size_t kBatchBytes = 16u << 20;
@@ -52,138 +52,12 @@ std::size_t max_line_length(std::size_t max_payload) {
   return (max_payload + 2) / 3 * 4 + kLineOverhead;
 }
 
+constexpr const char* kNothingWritten = "import interrupted; nothing was written";
+
 std::atomic<bool> g_interrupted{false};
 void on_interrupt(int) { g_interrupted.store(true); }
 
-// The temporary store file and its WAL companions, removed unless kept.
-class TempStoreFile {
- public:
-  explicit TempStoreFile(const std::string& target)
-      : path_(target + ".import-" + std::to_string(getpid())) {
-    remove_all();
-  }
-  ~TempStoreFile() {
-    if (!kept_) remove_all();
-  }
-  TempStoreFile(const TempStoreFile&) = delete;
-  TempStoreFile& operator=(const TempStoreFile&) = delete;
-  const std::string& path() const noexcept { return path_; }
-
-  // Moves the finished store to `target` without replacing a file created there meanwhile.
-  void move_to(const std::string& target) {
-    std::error_code ec;
-    fs::create_hard_link(path_, target, ec);
-    if (ec == std::errc::file_exists) throw CliError("'" + target + "' was created meanwhile");
-    if (ec) {
-      if (fs::exists(target)) throw CliError("'" + target + "' was created meanwhile");
-      fs::rename(path_, target);  // a file system without hard links
-    }
-    kept_ = true;
-    remove_all();
-  }
-
- private:
-  void remove_all() noexcept {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ec);
-  }
-  std::string path_;
-  bool kept_ = false;
-};
-
 std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
-
-// Reads the export line by line, from a file (with its size, for the progress bar) or stdin.
-// A line is bounded: one longer than `max_line` bytes is refused as soon as it passes the bound,
-// without reading the rest of it into memory.
-class LineReader {
- public:
-  LineReader(const std::string& path, std::size_t max_line) : max_line_(max_line) {
-    if (path == "-") {
-      file_ = stdin;
-      return;
-    }
-    if (!fs::is_regular_file(path)) throw CliError("'" + path + "': no such file");
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) throw CliError("cannot read '" + path + "'");
-    owned_ = true;
-    size_ = static_cast<std::uint64_t>(fs::file_size(path));
-  }
-  ~LineReader() {
-    if (owned_) std::fclose(file_);
-  }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-
-  // The next non-blank line; false at the end.
-  bool next(std::string& line) {
-    while (read_line(line)) {
-      if (line.find_first_not_of(" \t\r") != std::string::npos) return true;
-    }
-    return false;
-  }
-  std::uint64_t number() const noexcept { return number_; }
-  std::uint64_t bytes_read() const noexcept { return read_; }
-  std::uint64_t size() const noexcept { return size_; }
-
- private:
-  // One line without its '\n'; false at the end of the input.
-  bool read_line(std::string& line) {
-    line.clear();
-    bool any = false;
-    for (;;) {
-      if (pos_ == end_ && !refill()) {
-        if (any) ++number_;
-        return any;
-      }
-      any = true;
-      const char* start = buffer_.data() + pos_;
-      const void* nl = std::memchr(start, '\n', end_ - pos_);
-      const std::size_t n = nl ? static_cast<const char*>(nl) - start : end_ - pos_;
-      if (line.size() + n > max_line_) {
-        throw CliError(line_prefix(number_ + 1) + "longer than " + std::to_string(max_line_) +
-                       " bytes, the most an event with a payload of the import's limit takes "
-                       "(is this a factum export? see --max-payload-size)");
-      }
-      reserve(line, n);
-      line.append(start, n);
-      pos_ += n;
-      read_ += n;
-      if (nl) {
-        ++pos_;
-        ++read_;
-        ++number_;
-        return true;
-      }
-    }
-  }
-  // A line past 1 MiB gets room for the longest line at once: the pages are only touched as
-  // they are written, and the string is never doubled (its old and new copies resident
-  // together) on the way to the payload size.
-  void reserve(std::string& line, std::size_t n) const {
-    if (line.size() + n > line.capacity() && line.size() + n > kLargeLine) {
-      line.reserve(max_line_);
-    }
-  }
-  bool refill() {
-    if (buffer_.empty()) buffer_.resize(1u << 16);
-    pos_ = 0;
-    end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
-    if (end_ == 0 && std::ferror(file_)) throw CliError("reading the export failed");
-    return end_ > 0;
-  }
-
-  static constexpr std::size_t kLargeLine = 1u << 20;
-  std::FILE* file_ = nullptr;
-  bool owned_ = false;
-  std::size_t max_line_;
-  std::vector<char> buffer_;
-  std::size_t pos_ = 0;
-  std::size_t end_ = 0;
-  std::uint64_t size_ = 0;
-  std::uint64_t number_ = 0;
-  std::uint64_t read_ = 0;
-};
 
 // Events waiting to be imported in one transaction, with the line each came from.
 struct Batch {
@@ -203,19 +77,55 @@ std::string bare(const std::exception& e) {
   return message.rfind("factum: ", 0) == 0 ? message.substr(8) : message;
 }
 
+// Throws CliError (exit 3, naming the line) unless `e` continues the chain that ends at `head`:
+// its position is the next one, and its hash is the SHA-256 of its fields and the head's hash
+// (factum::hash_matches, as import_events checks it). An export whose lines were altered,
+// swapped, repeated or cut, or that does not start at position 1, is damaged.
+void require_in_place(RecordedEvent& e, const Head& head, std::uint64_t line) {
+  if (e.position != head.position + 1) {
+    throw CliError(line_prefix(line) + "cannot import the event at position " +
+                       std::to_string(e.position) + ": the log ends at position " +
+                       std::to_string(head.position) + ", so the next must be " +
+                       std::to_string(head.position + 1) +
+                       " (an export's lines must be whole and in order, from position 1)",
+                   kDamaged);
+  }
+  e.previous_hash = head.hash;
+  const bool matches = hash_matches(e);
+  e.previous_hash = Hash{};
+  if (!matches) {
+    throw CliError(line_prefix(line) + "the event at position " + std::to_string(e.position) +
+                       ": its hash does not match its fields and the previous event's hash "
+                       "(the export was altered, or does not continue this log)",
+                   kDamaged);
+  }
+}
+
+// What an event the store refused (`error`) exits with: 3 (naming the line) when the event does
+// not continue the chain ending at `head`, whatever the store said first (a changed stream id
+// reads as a stream version out of sequence, two swapped lines as a position out of sequence);
+// else the store's message, with exit 3 for a corrupt event and 1 for the rest (a stream id or
+// payload over the limits, an id stored already).
+[[noreturn]] void refused(RecordedEvent& e, const Head& head, std::uint64_t line,
+                          const Error& error) {
+  require_in_place(e, head, line);
+  const bool corrupt = dynamic_cast<const CorruptEventError*>(&error) != nullptr;
+  throw CliError(line_prefix(line) + bare(error), corrupt ? kDamaged : kError);
+}
+
 // Imports the batch; when it fails, imports its events one at a time to name the failing line.
+// The chain is checked by import_events as it writes; an event it refuses is judged by refused.
 void import_batch(EventStore& store, Batch& batch) {
   if (batch.events.empty()) return;
   try {
     store.import_events(batch.events);
   } catch (const Error&) {
     for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      const Head head = store.head();
       try {
         store.import_events({&batch.events[i], 1});
-      } catch (const CorruptEventError& e) {
-        throw CliError(line_prefix(batch.lines[i]) + bare(e), kDamaged);
       } catch (const Error& e) {
-        throw CliError(line_prefix(batch.lines[i]) + bare(e));
+        refused(batch.events[i], head, batch.lines[i], e);
       }
     }
     throw;  // not reached: one of them failed above
@@ -337,19 +247,10 @@ Loaded read_export(const ImportOptions& o, const char* label,
   return loaded;
 }
 
-Loaded load(EventStore& store, const ImportOptions& o,
-            const std::string& interrupted = "import interrupted; nothing was written") {
-  Loaded loaded = read_export(
-      o, "import", [&store](Batch& batch) { import_batch(store, batch); }, interrupted);
-  loaded.head = store.head();
-  return loaded;
-}
-
-// What an import into PostgreSQL checks before it writes anything: each event follows the one
-// before it (its position, and its hash over its fields and the previous hash, as
-// import_events checks them) and its text fields can be PostgreSQL text (UTF-8 without NUL;
-// SQLite stores any bytes there). So a damaged, altered or cut-off export, or one a server
-// cannot hold, is refused with nothing written.
+// What an import into PostgreSQL checks of an export file before it writes anything: each event
+// continues the chain (require_in_place), and its text fields can be PostgreSQL text (UTF-8
+// without NUL; SQLite stores any bytes there). So a damaged, altered or cut-off export, or one a
+// server cannot hold, is refused with nothing written.
 class ChainCheck {
  public:
   void operator()(Batch& batch) {
@@ -360,22 +261,10 @@ class ChainCheck {
 
  private:
   void check(RecordedEvent& e, std::uint64_t line) {
-    if (e.position != head_.position + 1) {
-      throw CliError(line_prefix(line) + "the event at position " + std::to_string(e.position) +
-                     " does not follow position " + std::to_string(head_.position) +
-                     " (an import starts at position 1 and skips none)");
-    }
+    require_in_place(e, head_, line);
     check_text(e.stream_id, "stream id", e, line);
     check_text(e.type, "type", e, line);
     check_text(e.metadata.actor, "actor", e, line);
-    e.previous_hash = head_.hash;
-    if (!hash_matches(e)) {
-      throw CliError(line_prefix(line) + "the event at position " + std::to_string(e.position) +
-                         ": its hash does not match its fields and the previous event's hash "
-                         "(the export was altered, or does not continue this log)",
-                     kDamaged);
-    }
-    e.previous_hash = Hash{};
     head_ = {e.position, e.hash};
   }
   static void check_text(const std::string& text, const char* field, const RecordedEvent& e,
@@ -423,8 +312,7 @@ void check_export_end(const Loaded& loaded, const ImportOptions& o) {
   }
 }
 
-void verify_imported(const EventStore& store, const Loaded& loaded, const ImportOptions& o) {
-  check_export_end(loaded, o);
+void verify_imported(const EventStore& store, const Loaded& loaded) {
   VerifyOptions options;
   options.expected_head = loaded.head.hash;
   Progress bar("verify", loaded.head.position, "events");
@@ -432,6 +320,31 @@ void verify_imported(const EventStore& store, const Loaded& loaded, const Import
   const VerifyResult r = store.verify(options);
   bar.finish();
   if (!r.ok()) throw CliError("the imported store does not verify: " + r.message, kDamaged);
+}
+
+// The final check, of the file as it now stands at DB: its head is the export's, and it
+// verifies. When it does not (something joined the file on its way into place), the file is
+// removed again.
+void verify_in_place(ImportTarget& target, const Loaded& loaded, const ImportOptions& o) {
+  try {
+    // Not read-only: a read-only connection leaves a -shm and an empty -wal behind when it
+    // closes; this one removes them (nothing is written: the store is complete).
+    const EventStore store = open_writable(o.db);
+    const Head head = store.head();
+    if (head != loaded.head) {
+      throw CliError("the store at '" + o.db + "' ends at position " +
+                         std::to_string(head.position) + " with hash " + to_hex(head.hash) +
+                         ", not at the export's " + std::to_string(loaded.head.position) + " " +
+                         to_hex(loaded.head.hash),
+                     kDamaged);
+    }
+    verify_imported(store, loaded);
+  } catch (const std::exception& e) {
+    target.remove_moved();
+    const auto* cli = dynamic_cast<const CliError*>(&e);
+    throw CliError(std::string(e.what()) + " (after it was moved into place; removed it)",
+                   cli ? cli->code() : kDamaged);
+  }
 }
 
 void install_interrupt_handlers() {
@@ -444,9 +357,16 @@ void install_interrupt_handlers() {
 
 void print_summary(const Loaded& loaded, const ImportOptions& o) {
   if (o.quiet) return;
-  std::cerr << "imported " << loaded.events << " events into '" << shown_location(o.db)
-            << "'; head " << loaded.head.position << " " << to_hex(loaded.head.hash) << "; verified"
-            << (loaded.trailer ? "" : " (a prefix: the export had no trailer)") << '\n';
+  std::cerr << one_line("imported " + std::to_string(loaded.events) + " events into '" +
+                        shown_location(o.db) + "'; head " + std::to_string(loaded.head.position) +
+                        " " + to_hex(loaded.head.hash) + "; verified" +
+                        (loaded.trailer ? "" : " (a prefix: the export had no trailer)"))
+            << '\n';
+}
+
+// A note on stderr ("factum import: ..."), one line, escaped.
+void print_note(const std::string& message) {
+  std::cerr << "factum import: " << one_line(message) << '\n';
 }
 
 // The events the store at `uri` holds (its head position); nullopt when there is no store
@@ -473,17 +393,37 @@ std::optional<Position> events_on_server(const std::string& uri) {
 // is named by its line; `last` follows the events imported.
 void import_lines(const EventStore::ImportBatches& import, Batch& batch, Head& last) {
   for (std::size_t i = 0; i < batch.events.size(); ++i) {
-    const RecordedEvent& e = batch.events[i];
+    RecordedEvent& e = batch.events[i];
     try {
       import({&e, 1});
-    } catch (const CorruptEventError& error) {
-      throw CliError(line_prefix(batch.lines[i]) + bare(error), kDamaged);
     } catch (const Error& error) {
-      throw CliError(line_prefix(batch.lines[i]) + bare(error));
+      refused(e, last, batch.lines[i], error);
     }
     last = {e.position, e.hash};
   }
   batch.clear();
+}
+
+// After a failed import into a server: what the schema now holds, on stderr.
+void report_server_failure(const EventStore& store, const ImportOptions& o) {
+  std::optional<Position> kept;
+  try {
+    kept = store.head_position();
+  } catch (const std::exception&) {
+    // The server is out of reach: the commit may or may not have happened.
+  }
+  const std::string db = shown_location(o.db);
+  if (!kept) {
+    print_note("'" + db +
+               "' could not be asked what it holds: if the failure came during the commit, the "
+               "whole log may be there (check with factum verify)");
+  } else if (*kept > 0) {
+    print_note("'" + db + "' holds " + std::to_string(*kept) +
+               " events after the failure: drop the schema's tables (or the schema) before "
+               "importing again");
+  } else {
+    print_note("nothing was imported into '" + db + "'");
+  }
 }
 
 // Into a PostgreSQL store (docs/postgres.md): the schema must hold no events (import never
@@ -497,10 +437,9 @@ void import_lines(const EventStore::ImportBatches& import, Batch& batch, Head& l
 int import_into_server(const ImportOptions& o) {
   install_interrupt_handlers();
   if (const auto events = events_on_server(o.db); events && *events != 0) refuse_events(o, *events);
-  if (o.input != "-") {
+  if (is_rereadable_input(o.input)) {  // read twice: checked whole first, with nothing written
     ChainCheck check;
-    Loaded checked =
-        read_export(o, "check", std::ref(check), "import interrupted; nothing was written");
+    Loaded checked = read_export(o, "check", std::ref(check), kNothingWritten);
     checked.head = check.head();
     check_export_end(checked, o);
   }
@@ -513,53 +452,49 @@ int import_into_server(const ImportOptions& o) {
     store.import_log([&](const EventStore::ImportBatches& import) {
       Head last;
       loaded = read_export(
-          o, "import", [&](Batch& batch) { import_lines(import, batch, last); },
-          "import interrupted; nothing was written");
+          o, "import", [&](Batch& batch) { import_lines(import, batch, last); }, kNothingWritten);
       loaded.head = last;
       check_export_end(loaded, o);
     });
-    verify_imported(store, loaded, o);
+    verify_imported(store, loaded);
   } catch (...) {
-    std::optional<Position> kept;
-    try {
-      kept = store.head_position();
-    } catch (const std::exception&) {
-      // The server is out of reach: the commit may or may not have happened.
-    }
-    if (!kept) {
-      std::cerr << "factum import: '" << shown_location(o.db)
-                << "' could not be asked what it holds: if the failure came during the commit, "
-                   "the whole log may be there (check with factum verify)\n";
-    } else if (*kept > 0) {
-      std::cerr << "factum import: '" << shown_location(o.db) << "' holds " << *kept
-                << " events after the failure: drop the schema's tables (or the schema) before "
-                   "importing again\n";
-    } else {
-      std::cerr << "factum import: nothing was imported into '" << shown_location(o.db) << "'\n";
-    }
+    report_server_failure(store, o);
     throw;
   }
   print_summary(loaded, o);
   return kOk;
 }
 
-int run_import(const ImportOptions& o) {
-  if (is_server_location(o.db)) return import_into_server(o);
-  if (fs::exists(fs::symlink_status(o.db))) {
-    throw CliError("'" + o.db + "' exists; import creates a new store (choose another name)");
-  }
+// Into a new file (docs/cli.md, "import"): built under a temporary name (ImportTarget), a batch
+// at a time; the export's end checked; the store verified, closed, moved into place, and
+// verified again there.
+int import_into_file(const ImportOptions& o) {
   install_interrupt_handlers();
-
-  TempStoreFile temp(o.db);
+  ImportTarget target(o.db);
+  for (const std::string& removed : remove_dead_imports(o.db)) {
+    if (!o.quiet) {
+      print_note("removed '" + removed +
+                 "' and its -wal, -shm, -journal, left by an import that did not finish (its "
+                 "process is gone)");
+    }
+  }
   Loaded loaded;
   {
-    EventStore store = EventStore::open(temp.path(), import_store_options(o));
-    loaded = load(store, o);
-    verify_imported(store, loaded, o);
+    EventStore store = EventStore::open(target.temp_path(), import_store_options(o));
+    loaded = read_export(
+        o, "import", [&store](Batch& batch) { import_batch(store, batch); }, kNothingWritten);
+    loaded.head = store.head();
+    check_export_end(loaded, o);
+    verify_imported(store, loaded);
   }  // closed: the WAL is checkpointed into the file
-  temp.move_to(o.db);
+  target.move_into_place();
+  verify_in_place(target, loaded, o);
   print_summary(loaded, o);
   return kOk;
+}
+
+int run_import(const ImportOptions& o) {
+  return is_server_location(o.db) ? import_into_server(o) : import_into_file(o);
 }
 
 }  // namespace
@@ -585,7 +520,7 @@ void add_import_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-payload-size", o->max_payload_size,
                   "Largest payload accepted, in bytes (default 4194304, the store's default; at "
                   "most 1 GiB); it also bounds the length of a line")
-      ->check(CLI::Range(std::size_t{1}, kMaxPayloadSize));
+      ->transform(whole_number(1, kMaxPayloadSize));
   cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
   cmd->callback([&action, o] { action = [o] { return run_import(*o); }; });
 }

@@ -125,10 +125,12 @@ int run_info(const InfoOptions& o) {
 
 // --- stats -------------------------------------------------------------------------------------
 
-// Day numbers (days since 1970-01-01, UTC) with floor division, also before 1970.
+// Day numbers (days since 1970-01-01, UTC) with floor division, also before 1970, and with no
+// intermediate value that could overflow (SQLite turns an overflowing integer into a float):
+// any 64-bit recorded_at has its day.
 constexpr const char* kDaySql =
-    "SELECT CASE WHEN recorded_at >= 0 THEN recorded_at / 86400000000 "
-    "ELSE (recorded_at - 86399999999) / 86400000000 END AS day, count(*) "
+    "SELECT recorded_at / 86400000000 - "
+    "(CASE WHEN recorded_at % 86400000000 < 0 THEN 1 ELSE 0 END) AS day, count(*) "
     "FROM events GROUP BY day ORDER BY day";
 
 struct Stats {

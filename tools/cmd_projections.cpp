@@ -204,7 +204,7 @@ void add_projection_commands(CLI::App& app, Action& action) {
   add_db_argument(*cmd, reset->db);
   cmd->add_option("NAME", reset->name, "The checkpoint's name")->required();
   cmd->add_option("--to", reset->to, "The position to reset to (default 0: the beginning)")
-      ->check(whole_number(0));
+      ->transform(whole_number(0));
   cmd->add_flag("--forward", reset->forward,
                 "Allow moving the checkpoint forward: its consumer then skips the events between");
   cmd->add_flag("--force", reset->force, "Also reset a projection's own checkpoint");

@@ -253,9 +253,9 @@ void add_read_commands(CLI::App& app, Action& action) {
   cmd->add_option("STREAM", read->stream, "The stream id, e.g. account-42")->required();
   cmd->add_option("--from", read->from,
                   "Start at this stream version (default: the first; with --backward, the last)")
-      ->check(whole_number(1));
+      ->transform(whole_number(1));
   cmd->add_flag("--backward,-b", read->backward, "Newest first");
-  cmd->add_option("--limit,-n", read->limit, "Print at most N events")->check(whole_number(1));
+  cmd->add_option("--limit,-n", read->limit, "Print at most N events")->transform(whole_number(1));
   add_json_flag(*cmd, read->json);
   cmd->callback([&action, read] { action = [read] { return run_read(*read); }; });
 
@@ -263,12 +263,12 @@ void add_read_commands(CLI::App& app, Action& action) {
   cmd = app.add_subcommand("tail", "Print the newest events of the log, and follow new ones");
   add_db_argument(*cmd, tail->db);
   cmd->add_option("--lines,-n", tail->lines, "Print the last N events first (default 10)")
-      ->check(whole_number(0));
+      ->transform(whole_number(0));
   cmd->add_flag("--follow,-f", tail->follow,
                 "Keep printing events as they are appended, by any process, until "
                 "interrupted (SIGINT/SIGTERM)");
   cmd->add_option("--limit", tail->limit, "With --follow: stop after N new events")
-      ->check(whole_number(1));
+      ->transform(whole_number(1));
   cmd->add_option("--timeout", tail->timeout,
                   "With --follow: stop after this many seconds (at most a year, 31536000; 0, the "
                   "default: no limit)")
@@ -276,7 +276,7 @@ void add_read_commands(CLI::App& app, Action& action) {
   cmd->add_option("--interval", tail->interval_ms,
                   "With --follow: how often to look for new commits, in ms (1 to 60000, default "
                   "200)")
-      ->check(whole_number(1, 60000));
+      ->transform(whole_number(1, 60000));
   add_json_flag(*cmd, tail->json);
   cmd->callback([&action, tail] { action = [tail] { return run_tail(*tail); }; });
 }

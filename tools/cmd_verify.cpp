@@ -70,7 +70,7 @@ int run_verify(const VerifyCommandOptions& o) {
               << (options.expected_head ? " (the expected head hash is in the chain)" : "") << '\n';
   } else {
     std::cout << "damaged at position " << r.position << " (" << problem_name(r.problem)
-              << "): " << r.message << " (" << r.events_checked << " events checked)\n";
+              << "): " << one_line(r.message) << " (" << r.events_checked << " events checked)\n";
   }
   return r.ok() ? kOk : kDamaged;
 }

@@ -148,7 +148,9 @@ EventLine line_of(const Event& e) {
   Json j = envelope_json(e);
   j["payload"] = "";
   j["hash"] = to_hex(e.hash);
-  std::string text = j.dump(-1, ' ', false, Json::error_handler_t::strict);
+  // Hidden code points (bidirectional controls, C1 controls, ...) as \u escapes: an export
+  // printed on a terminal cannot drive it either.
+  std::string text = escape_hidden_in_json(j.dump(-1, ' ', false, Json::error_handler_t::strict));
   // Keys keep their order, so the top-level "payload" is the last field but "hash": the last
   // match is it (a metadata key "payload" comes earlier, and a quote inside a string is
   // escaped).

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "factum " FACTUM_VERSION);
   app.require_subcommand(1);
   app.footer(kFooter);
+  app.failure_message(usage_error_message);
   Action action;
   add_info_commands(app, action);
   add_read_commands(app, action);

@@ -8,13 +8,19 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
+#include "factum/eventstore/text.hpp"
 
 namespace factum::cli {
 namespace {
 
-// `text` for an error message: cut at 24 characters, so a 400-digit argument stays one line.
-std::string shown_argument(const std::string& text) {
-  return "'" + (text.size() > 24 ? text.substr(0, 24) + "..." : text) + "'";
+// `text` for an error message: at most `max` bytes (cut before a UTF-8 sequence, never inside
+// one), so a 400-digit argument stays short, and escaped (printable), so an argument cannot
+// drive the terminal.
+std::string shown_argument(const std::string& text, std::size_t max = 24) {
+  if (text.size() <= max) return "'" + printable(text) + "'";
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return "'" + printable(text.substr(0, cut)) + "...'";
 }
 
 }  // namespace
@@ -37,6 +43,7 @@ CLI::Validator whole_number(std::uint64_t min, std::uint64_t max) {
           return shown_argument(text) + " is not a whole number from " + std::to_string(min) +
                  " to " + std::to_string(max);
         }
+        text = std::to_string(value);  // "010" is ten: CLI11 alone would read it as octal
         return {};
       },
       "");
@@ -47,7 +54,9 @@ CLI::Validator seconds(double max, const std::string& max_text) {
       [max, max_text](std::string& text) -> std::string {
         double value = 0;
         const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        // Fixed notation only: digits with one optional point ("2.5"), no exponent ("1e3"), no
+        // hexadecimal ("0x1p3"), no sign.
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
         if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < 0 ||
             value > max) {
           return shown_argument(text) + " is not a number of seconds from 0 to " + max_text;
@@ -64,7 +73,7 @@ const CLI::Validator& event_id_validator() {
           EventId::parse(text);
           return {};
         } catch (const Error&) {
-          return "'" + text + "' is not an event id (a UUID such as " +
+          return shown_argument(text, 64) + " is not an event id (a UUID such as " +
                  "0190f5a2-7c3e-7a11-8b22-3c4d5e6f7081)";
         }
       },
@@ -79,7 +88,7 @@ const CLI::Validator& hash_validator() {
           hash_from_hex(text);
           return {};
         } catch (const Error&) {
-          return "'" + text + "' is not a SHA-256 hash (64 hexadecimal digits)";
+          return shown_argument(text, 80) + " is not a SHA-256 hash (64 hexadecimal digits)";
         }
       },
       "HASH");

@@ -20,12 +20,16 @@ CLI::Option* add_json_flag(CLI::App& command, bool& json);
 // The largest position, stream version or count an option takes: SQLite's largest integer.
 inline constexpr std::uint64_t kMaxNumber = std::numeric_limits<std::int64_t>::max();
 
-// A CLI11 validator for a whole-number option: decimal digits only, from `min` to `max`, else a
+// A CLI11 transform for a whole-number option: decimal digits only, from `min` to `max`, else a
 // usage error (exit 2) such as "--limit: '-1' is not a whole number from 1 to ...". So a
-// negative value never wraps round and a huge one never clamps.
+// negative value never wraps round and a huge one never clamps. It rewrites the value in its
+// plain decimal form ("010" becomes "10"), because CLI11 reads a number as C's strtoull does
+// (base 0: "010" is 8 and "0x10" is 16): add it with Option::transform, never Option::check
+// (which hands the validator a copy, so CLI11 would still read "010" as octal).
 CLI::Validator whole_number(std::uint64_t min, std::uint64_t max = kMaxNumber);
-// A CLI11 validator for a duration in seconds: a finite decimal number from 0 to `max` (written
-// `max_text` in the message); NaN, infinities and values past `max` are usage errors.
+// A CLI11 validator for a duration in seconds: a decimal number in fixed notation ("30",
+// "2.5") from 0 to `max` (written `max_text` in the message); an exponent ("1e3"), hexadecimal,
+// a sign, NaN, infinities and values past `max` are usage errors.
 CLI::Validator seconds(double max, const std::string& max_text);
 
 // CLI11 validators for an event id (UUID) and a SHA-256 hash in hexadecimal.

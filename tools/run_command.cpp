@@ -30,10 +30,15 @@ int run_and_flush(const Action& action) {
 
 void print_error(std::string message) {
   if (message.rfind("factum: ", 0) == 0) message.erase(0, 8);
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
+  std::cerr << "factum: " << one_line(std::move(message)) << std::endl;
+}
+
+std::string usage_error_message(const CLI::App* app, const CLI::Error& error) {
+  std::string out = one_line(error.what()) + "\n";
+  if (const CLI::Option* help = app->get_help_ptr()) {
+    out += "Run with " + help->get_name() + " for more information.\n";
   }
-  std::cerr << "factum: " << message << std::endl;
+  return out;
 }
 
 int run_command(const Action& action) {

@@ -11,8 +11,15 @@
 namespace factum::cli {
 
 // Prints "factum: <message>" on one line of stderr: a leading "factum: " (factum's own
-// messages carry one) is not repeated, and line breaks become spaces.
+// messages carry one) is not repeated, line breaks become spaces, and the rest goes through
+// factum::printable (one_line), so a file name, an argument or a stored stream id in a message
+// cannot drive the terminal.
 void print_error(std::string message);
+
+// What CLI11 prints for a usage error (App::failure_message): its message through one_line,
+// then "Run with --help for more information.". CLI11 echoes arguments as they were typed
+// ("The following arguments were not expected: ..."): this keeps them on one line, escaped.
+std::string usage_error_message(const CLI::App* app, const CLI::Error& error);
 
 // Runs `action`, then flushes stdout, and returns the exit code. An exception from either does
 // not escape: it is reported through print_error and mapped to its code: CliError to its own code,

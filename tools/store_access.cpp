@@ -2,6 +2,7 @@
 #include "store_access.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <system_error>
 
 #include "cli.hpp"
@@ -28,6 +29,9 @@ EventStore open_existing(const std::string& path, bool read_only) {
   StoreOptions options;
   options.read_only = read_only;
   options.create_if_missing = false;
+  // A reader reads what the store holds: a stream id written under a raised limit (a store
+  // opened with a larger max_stream_id_length) is read as any other.
+  if (read_only) options.max_stream_id_length = std::numeric_limits<std::size_t>::max();
   return EventStore::open(path, options);
 }
 

@@ -16,8 +16,9 @@ namespace factum::cli {
 // factum::shown_location (a URI's passwords masked, so a secret passed on the command line
 // never reaches a log).
 
-// Opens an existing store read-only (never created, never written). Throws CliError for a
-// missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.
+// Opens an existing store read-only (never created, never written), with no limit on the length
+// of a stream id to read (a store may hold ids written under a raised limit). Throws CliError
+// for a missing path or a directory, StorageError (not_a_store, newer_format, ...) otherwise.
 EventStore open_read_only(const std::string& path);
 // Opens an existing store for writing (checkpoint reset). Never creates a file.
 EventStore open_writable(const std::string& path);

@@ -170,6 +170,19 @@ TEST_CASE("numeric options out of range are usage errors with a short message") 
   CHECK(s.checkpoint("mailer") == 5);
 }
 
+TEST_CASE("durations are decimal numbers in fixed notation: no exponent, no hexadecimal") {
+  CheckpointedStore s;
+  for (const char* bad : {"1e3", "1E0", "0x10", "0x1p3", "+2", " 2"}) {
+    CAPTURE(bad);
+    const CliResult r = run_cli({"tail", s.file(), "--follow", "--timeout", bad});
+    CHECK(r.code == 2);
+    CHECK(contains(r.err, "is not a number of seconds from 0 to 31536000"));
+  }
+  const CliResult r =
+      run_cli({"tail", s.file(), "-n", "0", "--follow", "--timeout", "0.05", "--interval", "10"});
+  CHECK(r.code == 0);
+}
+
 TEST_CASE("numeric options in range are taken as given") {
   CheckpointedStore s;
   const CliResult limited = run_cli({"read", s.file(), "account-1", "--limit", "2", "--json"});
@@ -187,6 +200,20 @@ TEST_CASE("numeric options in range are taken as given") {
       run_cli({"tail", s.file(), "-n", "0", "--follow", "--timeout", "0.5", "--interval", "20"});
   CHECK(timed.code == 0);
   CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(500));
+}
+
+TEST_CASE("whole-number options read a leading zero as decimal, never as octal") {
+  TempDir dir;
+  const std::filesystem::path path = dir.file("store.db");
+  EventStore::open(path, TempStore::fast_options())
+      .append("bulk-1", ExpectedVersion::any(), make_events(12));
+  CHECK(
+      lines_of(run_cli({"read", path.string(), "bulk-1", "--limit", "010", "--json"}).out).size() ==
+      10);
+  CHECK(lines_of(run_cli({"tail", path.string(), "-n", "010", "--json"}).out).size() == 10);
+  const CliResult r = run_cli({"export", path.string(), "--from", "010", "-q"});
+  REQUIRE(r.code == 0);
+  CHECK(Json::parse(lines_of(r.out).at(0))["position"] == 10);
 }
 
 // --- damaged stores ------------------------------------------------------------------------
