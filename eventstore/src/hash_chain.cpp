@@ -97,6 +97,10 @@ Hash ChainHasher::digest(std::int64_t recorded_at_us) {
       EVP_DigestFinal_ex(ctx_, out.data(), &size) != 1 || size != out.size()) {
     throw Error("factum: SHA-256 failed");
   }
+  // A large payload's buffer is not kept: a thread's hasher (hash_matches) would otherwise hold
+  // as much memory as the largest event it ever checked, for the thread's life.
+  constexpr std::size_t kKeptCapacity = 256 * 1024;
+  if (buffer_.capacity() > kKeptCapacity) std::string().swap(buffer_);
   return out;
 }
 
