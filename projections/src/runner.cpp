@@ -4,15 +4,9 @@
 
 #include "factum/eventstore/errors.hpp"
 #include "factum/projections/checkpoint_store.hpp"
-#include "test_hooks.hpp"
 
 namespace factum::detail {
 namespace {
-
-// A batch that read to the end of the log reads the events appended between its read and the
-// write lock inside the lock, when they are at most this many; more, and the next batch reads
-// them outside it.
-constexpr Position kFinishInLock = 4096;
 
 void check_name(const std::string& name) {
   const bool ok =
@@ -46,7 +40,9 @@ Wakeup::Wanted not_applied_inline(std::shared_ptr<std::atomic<Position>> through
   };
 }
 
-std::string describe(std::exception_ptr e) {
+}  // namespace
+
+std::string describe_error(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
@@ -55,18 +51,6 @@ std::string describe(std::exception_ptr e) {
     return "an exception that is not a std::exception";
   }
 }
-
-void record_failure(ProjectionRow& row, const RecordedEvent& e, std::string message,
-                    FailurePolicy policy) {
-  row.error = ProjectionFailure{e.position, e.type, std::move(message)};
-  if (policy == FailurePolicy::stop) {
-    row.state = ProjectionState::failed;
-  } else {
-    ++row.skipped;
-  }
-}
-
-}  // namespace
 
 ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection> projection,
                                    ProjectionOptions options, const EngineOptions& engine_options)
@@ -88,8 +72,7 @@ ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection
   if (options_.batch_size == 0) {
     throw InvalidArgument("factum: projection '" + name_ + "': batch_size is 0");
   }
-  if (options_.mode == ProjectionMode::inline_append &&
-      options_.target == ProjectionTarget::external) {
+  if (options_.mode == ProjectionMode::inline_append && external()) {
     throw InvalidArgument("factum: projection '" + name_ +
                           "': inline mode needs a read model in the store (external target)");
   }
@@ -150,13 +133,57 @@ void ProjectionRunner::note_inline(std::atomic<Position>& through, Position last
   }
 }
 
+// --- The states --------------------------------------------------------------------------
+
+// catching_up, running or rebuilding, as a batch leaves them; failed stays failed.
 ProjectionState ProjectionRunner::next_state(const ProjectionRow& row, bool caught_up) const {
   if (row.state == ProjectionState::failed) return ProjectionState::failed;
   if (is_rebuilding(row)) return ProjectionState::rebuilding;
   return caught_up ? ProjectionState::running : ProjectionState::catching_up;
 }
 
-// --- Starting --------------------------------------------------------------------------------
+// retrying: the error kept in memory (the file is failing) until a committed turn stores it.
+// failed: shown at once, and recorded in the file by record_failed.
+bool ProjectionRunner::show_error(ProjectionState state, const ProjectionFailure& failure) {
+  MutexLock lock(mu_);
+  if (state_ == ProjectionState::failed) return false;
+  state_ = state;
+  state_turn_ = turns_;
+  if (state == ProjectionState::retrying) {
+    retry_error_ = failure;
+  } else {
+    row_.error = failure;
+    row_.state = ProjectionState::failed;
+    live_ = false;
+  }
+  return true;
+}
+
+void ProjectionRunner::record_failed(const ProjectionFailure& failure) {
+  Decision d;
+  store_.write_sql([&](Sql& sql) {
+    d = open_turn(sql);
+    d.row.state = ProjectionState::failed;
+    d.row.error = failure;
+    d.state = ProjectionState::failed;
+    save(sql, d);
+  });
+  publish(d);
+}
+
+void ProjectionRunner::enter_stopped() {
+  {
+    MutexLock lock(mu_);
+    live_ = false;
+    if (state_ != ProjectionState::failed) {
+      state_ = ProjectionState::stopped;
+      row_.state = ProjectionState::stopped;
+    }
+  }
+  changed_.notify_all();
+}
+
+// --- add() -------------------------------------------------------------------------------
 
 void ProjectionRunner::start() {
   {
@@ -175,57 +202,123 @@ void ProjectionRunner::start() {
 }
 
 void ProjectionRunner::setup() {
-  const bool external = options_.target == ProjectionTarget::external;
   Decision d;
-  Position checkpoint = 0;
-  store_.write_sql([&](Sql& sql) {
-    create_meta_tables(sql);
-    d = open_turn(sql);
-    ProjectionRow& row = d.row;
-    if (!d.known) {
-      row = ProjectionRow{};
-      row.name = name_;
-      row.version = version_;
-      row.generation = 1;
-      ProjectionContext ctx(external ? nullptr : &sql, name_, 1);
-      ProjectionContextAccess::set_creating(ctx);
-      projection_->reset(ctx);
-      if (!external) {
-        register_tables(sql, name_, 1, ProjectionContextAccess::tables(ctx));
-        serve_generation(sql, name_, 1, 0);
-      }
-      CheckpointStore::save(sql, name_, 0);
-    } else if (row.version != version_ && external) {
-      row.generation += 1;
-      row.version = version_;
-      ProjectionContext ctx(nullptr, name_, row.generation);
-      projection_->reset(ctx);
-      CheckpointStore::save(sql, name_, 0);
-    } else if (is_rebuilding(row)) {
-      // Resume the rebuild this version started.
-      progress_generation_ = row.rebuild_generation;
-      rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
-      rebuild_start_position_ = CheckpointStore::load(sql, rebuild_checkpoint_name(name_));
-    } else if (row.version != version_) {
-      begin_rebuild(sql, row);
-    } else if (row.rebuild_version != 0) {
-      // A rebuild for another version was left behind: this code serves the old generation.
-      drop_generation(sql, name_, row.rebuild_generation);
-      CheckpointStore::remove(sql, rebuild_checkpoint_name(name_));
-      row.rebuild_version = 0;
-      row.rebuild_generation = 0;
-    }
-    row.mode = options_.mode;
-    row.state = is_rebuilding(row) ? ProjectionState::rebuilding : ProjectionState::catching_up;
-    d.state = row.state;
-    save_row(sql, row);
-    checkpoint = CheckpointStore::load(sql, name_);
-    d.checkpoint = checkpoint;
-  });
+  store_.write_sql([&](Sql& sql) { d = add_turn(sql); });
   publish(d);
-  follower_.restart(checkpoint);
+  follower_.restart(d.checkpoint.value_or(0));
   // A rebuild resumed or begun here goes on from its checkpoint (0 when begun).
   rebuild_follower_.restart(rebuild_start_position_);
+}
+
+// Generation 1, a new version (rebuilt; an external target reset), or resume; then
+// catching_up or rebuilding, whatever the file held (a failed projection resumes too).
+ProjectionRunner::Decision ProjectionRunner::add_turn(Sql& sql) {
+  create_meta_tables(sql);
+  Decision d = open_turn(sql);
+  ProjectionRow& row = d.row;
+  if (!d.known) {
+    create_first_generation(sql, row);
+  } else if (row.version != version_ && external()) {
+    row.version = version_;
+    reset_external(sql, row);
+  } else if (is_rebuilding(row)) {
+    // Resume the rebuild this version started.
+    time_rebuild(row.rebuild_generation,
+                 CheckpointStore::load(sql, rebuild_checkpoint_name(name_)));
+  } else if (row.version != version_) {
+    begin_rebuild(sql, row);
+  } else if (row.rebuild_version != 0) {
+    drop_abandoned_rebuild(sql, row);
+  }
+  row.mode = options_.mode;
+  row.state = is_rebuilding(row) ? ProjectionState::rebuilding : ProjectionState::catching_up;
+  d.state = row.state;
+  save_row(sql, row);
+  d.checkpoint = CheckpointStore::load(sql, name_);
+  return d;
+}
+
+// Reset, tables, views, checkpoint 0.
+void ProjectionRunner::create_first_generation(Sql& sql, ProjectionRow& row) {
+  row = ProjectionRow{};
+  row.name = name_;
+  row.version = version_;
+  row.generation = 1;
+  ProjectionContext ctx(external() ? nullptr : &sql, name_, 1);
+  ProjectionContextAccess::set_creating(ctx);
+  projection_->reset(ctx);
+  if (!external()) {
+    register_tables(sql, name_, 1, ProjectionContextAccess::tables(ctx));
+    serve_generation(sql, name_, 1, 0);
+  }
+  CheckpointStore::save(sql, name_, 0);
+}
+
+// A rebuild for another version was left behind: this code serves the old generation.
+void ProjectionRunner::drop_abandoned_rebuild(Sql& sql, ProjectionRow& row) {
+  drop_generation(sql, name_, row.rebuild_generation);
+  CheckpointStore::remove(sql, rebuild_checkpoint_name(name_));
+  row.rebuild_version = 0;
+  row.rebuild_generation = 0;
+}
+
+// --- restart() and rebuild() -------------------------------------------------------------
+
+// After restart(): the file's failed state becomes catching_up (the error stays recorded).
+void ProjectionRunner::take_restart() {
+  {
+    MutexLock lock(mu_);
+    if (!restart_requested_) return;
+  }
+  Decision d;
+  store_.write_sql([&](Sql& sql) { d = restart_turn(sql); });
+  {
+    MutexLock lock(mu_);
+    restart_requested_ = false;
+  }
+  publish(d);
+}
+
+ProjectionRunner::Decision ProjectionRunner::restart_turn(Sql& sql) {
+  Decision d = open_turn(sql);
+  if (d.row.state == ProjectionState::failed) d.row.state = ProjectionState::catching_up;
+  save(sql, d);
+  return d;
+}
+
+// A rebuild() request starts its rebuild; a request whose transaction failed stays requested.
+void ProjectionRunner::take_rebuild_request() {
+  {
+    MutexLock lock(mu_);
+    if (!rebuild_requested_) return;
+    rebuild_requested_ = false;
+  }
+  Decision d;
+  try {
+    store_.write_sql([&](Sql& sql) { d = rebuild_turn(sql); });
+  } catch (...) {
+    MutexLock lock(mu_);
+    rebuild_requested_ = true;
+    throw;
+  }
+  publish(d);
+  (external() ? follower_ : rebuild_follower_).restart(0);
+}
+
+// A store target: the next generation and rebuilding. An external target: reset, replayed
+// from position 1 by its batches.
+ProjectionRunner::Decision ProjectionRunner::rebuild_turn(Sql& sql) {
+  Decision d = open_turn(sql);
+  if (external()) {
+    reset_external(sql, d.row);
+    d.checkpoint = 0;
+  } else {
+    begin_rebuild(sql, d.row);
+    d.row.state = ProjectionState::rebuilding;
+    d.state = ProjectionState::rebuilding;
+  }
+  save(sql, d);
+  return d;
 }
 
 // Creates the next generation's empty tables and a rebuild checkpoint at 0.
@@ -239,9 +332,21 @@ void ProjectionRunner::begin_rebuild(Sql& sql, ProjectionRow& row) {
   row.rebuild_version = version_;
   row.rebuild_generation = generation;
   CheckpointStore::save(sql, rebuild_checkpoint_name(name_), 0);
+  time_rebuild(generation, 0);
+}
+
+// External targets are not ours to swap: the next generation resets the target, checkpoint 0.
+void ProjectionRunner::reset_external(Sql& sql, ProjectionRow& row) {
+  row.generation += 1;
+  ProjectionContext ctx(nullptr, name_, row.generation);
+  projection_->reset(ctx);
+  CheckpointStore::save(sql, name_, 0);
+}
+
+void ProjectionRunner::time_rebuild(std::uint64_t generation, Position from) {
   progress_generation_ = generation;
   rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
-  rebuild_start_position_ = 0;
+  rebuild_start_position_ = from;
 }
 
 // --- The thread ----------------------------------------------------------------------------
@@ -263,15 +368,7 @@ void ProjectionRunner::run() noexcept {
       more = recover(std::current_exception(), backoff);
     }
   }
-  {
-    MutexLock lock(mu_);
-    live_ = false;
-    if (state_ != ProjectionState::failed) {
-      state_ = ProjectionState::stopped;
-      row_.state = ProjectionState::stopped;
-    }
-  }
-  changed_.notify_all();
+  enter_stopped();
 }
 
 bool ProjectionRunner::recover(std::exception_ptr error, Backoff& backoff) noexcept {
@@ -284,451 +381,67 @@ bool ProjectionRunner::recover(std::exception_ptr error, Backoff& backoff) noexc
   return wakeup_->sleep(backoff.next());
 }
 
-// A storage error: state retrying, the error kept in memory (the file is failing) and
-// on_error called. Another error: state failed, recorded in the file if it can be.
+// A storage error: retrying, and on_error called. Another error (a corrupt event, a hole in the
+// log): failed, recorded in the file if it can be.
 void ProjectionRunner::report(std::exception_ptr error) {
-  const bool transient = is_transient(error);
-  const ProjectionFailure failure{follower_.position() + 1, "", describe(error)};
-  bool stops = false;  // this error fails the projection now
-  {
-    MutexLock lock(mu_);
-    if (state_ != ProjectionState::failed) {
-      state_ = transient ? ProjectionState::retrying : ProjectionState::failed;
-      state_turn_ = turns_;
-      if (transient) {
-        retry_error_ = failure;
-      } else {
-        row_.error = failure;
-        row_.state = ProjectionState::failed;
-        live_ = false;
-        stops = true;
-      }
-    }
-  }
+  const ProjectionState state =
+      is_transient(error) ? ProjectionState::retrying : ProjectionState::failed;
+  const ProjectionFailure failure{follower_.position() + 1, "", describe_error(error)};
+  const bool shown = show_error(state, failure);
   changed_.notify_all();
-  if (engine_options_.on_error) {
-    try {
-      engine_options_.on_error(name_, error);
-    } catch (...) {
-      // on_error must not throw; a throwing one must not stop the retries.
-    }
+  call_on_error(error);
+  if (shown && state == ProjectionState::failed) record_failed(failure);
+}
+
+void ProjectionRunner::call_on_error(std::exception_ptr error) {
+  if (!engine_options_.on_error) return;
+  try {
+    engine_options_.on_error(name_, error);
+  } catch (...) {
+    // on_error must not throw; a throwing one must not stop the retries.
   }
-  if (!stops) return;
-  Decision d;
-  store_.write_sql([&](Sql& sql) {
-    d = open_turn(sql);
-    d.row.state = ProjectionState::failed;
-    d.row.error = failure;
-    d.state = ProjectionState::failed;
-    save(sql, d);
-  });
-  publish(d);
 }
 
 // One round of the state machine: requests first, then a batch of each target.
 bool ProjectionRunner::step() {
-  if (reload_) {
-    // After an error a follower may hold a half-read range: both start afresh. An external
-    // target's from its checkpoint. A store target's where they stood, with no read: its batch
-    // checks where it began against the checkpoint inside the write lock and reads again from
-    // there when they differ. So the first storage call of a retry is its batch's read, which
-    // (as its write) gets a second try before the back-off: a read or write that fails once costs
-    // no pause (a failed wake-up poll still does).
-    if (options_.target == ProjectionTarget::external) {
-      follower_.restart(read_checkpoint(store_, name_));
-      rebuild_follower_.restart(0);
-    } else {
-      follower_.restart(follower_.position());
-      rebuild_follower_.restart(rebuild_follower_.position());
-    }
-    reload_ = false;
-  }
+  if (reload_) reload();
   take_restart();
-  {
-    MutexLock lock(mu_);
-    if (state_ == ProjectionState::failed) return true;  // a rebuild() waits for restart()
-  }
+  if (failed_shown()) return true;  // a rebuild() waits for restart()
   take_rebuild_request();
-  if (options_.target == ProjectionTarget::external) return external_batch();
+  if (external()) return external_batch();
   const bool serving_idle = store_batch(false);
-  {
-    MutexLock lock(mu_);
-    if (state_ == ProjectionState::failed || !is_rebuilding(row_)) return serving_idle;
-  }
+  if (!rebuild_shown()) return serving_idle;
   return store_batch(true) && serving_idle;
 }
 
-// After restart(): the file's failed state becomes catching_up (the error stays recorded).
-void ProjectionRunner::take_restart() {
-  {
-    MutexLock lock(mu_);
-    if (!restart_requested_) return;
-  }
-  Decision d;
-  store_.write_sql([&](Sql& sql) {
-    d = open_turn(sql);
-    if (d.row.state == ProjectionState::failed) d.row.state = ProjectionState::catching_up;
-    save(sql, d);
-  });
-  {
-    MutexLock lock(mu_);
-    restart_requested_ = false;
-  }
-  publish(d);
-}
-
-// A rebuild() request starts its rebuild; a request whose transaction failed stays requested.
-void ProjectionRunner::take_rebuild_request() {
-  {
-    MutexLock lock(mu_);
-    if (!rebuild_requested_) return;
-    rebuild_requested_ = false;
-  }
-  const bool external = options_.target == ProjectionTarget::external;
-  Decision d;
-  try {
-    store_.write_sql([&](Sql& sql) {
-      d = open_turn(sql);
-      if (external) {
-        d.row.generation += 1;
-        ProjectionContext ctx(nullptr, name_, d.row.generation);
-        projection_->reset(ctx);
-        CheckpointStore::save(sql, name_, 0);
-        d.checkpoint = 0;
-      } else {
-        begin_rebuild(sql, d.row);
-        d.row.state = ProjectionState::rebuilding;
-        d.state = ProjectionState::rebuilding;
-      }
-      save(sql, d);
-    });
-  } catch (...) {
-    MutexLock lock(mu_);
-    rebuild_requested_ = true;
-    throw;
-  }
-  publish(d);
-  if (external) {
-    follower_.restart(0);
-  } else {
+// After an error a follower may hold a half-read range: both start afresh. An external target's
+// from its checkpoint. A store target's where they stood, with no read: its batch checks where it
+// began against the checkpoint inside the write lock and reads again from there when they differ.
+// So the first storage call of a retry is its batch's read, which (as its write) gets a second
+// try before the back-off: a read or write that fails once costs no pause (a failed wake-up poll
+// still does).
+void ProjectionRunner::reload() {
+  if (external()) {
+    follower_.restart(read_checkpoint(store_, name_));
     rebuild_follower_.restart(0);
-  }
-}
-
-// --- Batches ---------------------------------------------------------------------------------
-
-// One batch on the serving generation or (rebuild) the one being built. The events are read
-// first, outside any write transaction (on a read connection: appends from this and other
-// processes go on meanwhile); then one write transaction reads the checkpoint inside the write
-// lock, and applies the batch and saves the checkpoint only if it still stands where the read
-// began. If another engine or an inline append moved it meanwhile, the batch is dropped and the
-// next one reads again from there: no event is lost or applied twice. A batch that read to the
-// end of the log reads what was appended meanwhile inside the lock (up to kFinishInLock
-// events), so that it reaches the head even while other writers never pause. A throwing apply
-// sends the batch again, each event under a savepoint. Returns true when there is nothing more
-// to do for this target now.
-bool ProjectionRunner::store_batch(bool rebuild) {
-  LogFollower& follower = rebuild ? rebuild_follower_ : follower_;
-  const std::string checkpoint = rebuild ? rebuild_checkpoint_name(name_) : name_;
-  if (!rebuild) {
-    // Inline appends may have moved the checkpoint past the follower: start from there.
-    const Position through = inline_through_->load(std::memory_order_acquire);
-    if (through > follower.position()) follower.restart(through);
-  }
-  const Position begin = follower.position();
-  batch_.clear();
-  bool at_end = false;
-  try {
-    at_end = follower.next(batch_, options_.batch_size);
-  } catch (const StorageError&) {
-    // As a failed write transaction is run once more before the back-off, a failed read is
-    // read once more, afresh (a storage error throws again from here).
-    batch_.clear();
-    follower.restart(begin);
-    at_end = follower.next(batch_, options_.batch_size);
-  }
-  Position read_end = follower.position();
-  if (!rebuild && at_end && batch_.empty() && read_end == begin) {
-    // Nothing after the checkpoint: an idle running projection has nothing to record either,
-    // and takes no write lock (on PostgreSQL every write transaction counts as a commit that
-    // wakes the watchers, this projection's own included).
-    MutexLock lock(mu_);
-    if (state_ == ProjectionState::running && !retry_error_ && checkpoint_ == begin) return true;
-  }
-  after_batch_read(name_);
-
-  Decision d;
-  bool idle = false;
-  bool swapped = false;
-  bool ran = false;               // the target was this code's to write
-  std::optional<Position> moved;  // the checkpoint another transaction left, not `begin`
-  Position end = 0;
-  auto body = [&](Sql& sql, bool careful) {
-    d = open_turn(sql);
-    ProjectionRow& row = d.row;
-    swapped = false;
-    ran = false;
-    moved.reset();
-    idle = true;
-    if (row.state == ProjectionState::failed) {  // another engine's failure: shown as it is
-      d.state = ProjectionState::failed;
-      save(sql, d);
-      return;
-    }
-    if (rebuild ? !is_rebuilding(row) : row.version != version_) {
-      // Nothing of this code's to write: another engine swapped, or runs a newer version.
-      d.state = next_state(row, true);
-      save(sql, d);
-      return;
-    }
-    ran = true;
-    const Position saved = load_position(sql, checkpoint);
-    if (rebuild && row.rebuild_generation != progress_generation_) {
-      // A rebuild this thread had not seen yet (another engine started it): time it from here.
-      progress_generation_ = row.rebuild_generation;
-      rebuild_started_ = last_report_ = std::chrono::steady_clock::now();
-      rebuild_start_position_ = saved;
-    }
-    if (saved != begin) {  // moved since the read began: read again from where it is
-      moved = saved;
-      if (!rebuild) d.checkpoint = saved;
-      idle = false;
-      save(sql, d);
-      return;
-    }
-    ProjectionContext ctx(&sql, name_, rebuild ? row.rebuild_generation : row.generation);
-    // Applies `events`, read up to `through`; returns where the batch ends (before a failing
-    // event that stops the projection).
-    const auto apply = [&](std::span<const RecordedEvent> events, Position through) {
-      if (careful) return apply_careful(&sql, ctx, events, through, row);
-      apply_fast(ctx, events);
-      return through;
-    };
-    end = apply(batch_, read_end);
-    // Reaching the end of a range is not enough: check the head inside the write lock.
-    const Position head = store_.head_position();
-    if (at_end && end == read_end && end < head && head - end <= kFinishInLock &&
-        row.state != ProjectionState::failed) {
-      // Appends committed between the read and the lock. Read them now, inside it, where the
-      // head cannot move: waiting for a batch whose read no append overtakes never ends while
-      // other writers keep appending (an inline add() and a rebuild's swap waited forever).
-      const std::size_t from = batch_.size();
-      try {
-        while (!follower.next(batch_, from + static_cast<std::size_t>(head - end) + 1)) {
-        }
-      } catch (...) {
-        // A half-read rest is not applied: the retry reads it again.
-        batch_.erase(batch_.begin() + static_cast<std::ptrdiff_t>(from), batch_.end());
-        follower.restart(read_end);
-        throw;
-      }
-      read_end = follower.position();
-      end = apply(std::span<const RecordedEvent>(batch_).subspan(from), read_end);
-    }
-    if (end != saved) save_position(sql, checkpoint, end);
-    const bool caught_up = row.state != ProjectionState::failed && at_end && end >= head;
-    if (caught_up && rebuild) {
-      swap_in(sql, row, end);
-      swapped = true;
-    }
-    if (!rebuild || swapped) d.checkpoint = end;
-    row.state = next_state(row, caught_up);
-    d.state = row.state;
-    d.live = caught_up && options_.mode == ProjectionMode::inline_append;
-    idle = caught_up || row.state == ProjectionState::failed;
-    save(sql, d);
-  };
-  try {
-    store_.write_sql([&](Sql& sql) { body(sql, false); });
-  } catch (...) {
-    // Rolled back. The same events again, carefully (a storage error throws again from here
-    // and the thread starts afresh after its back-off).
-    store_.write_sql([&](Sql& sql) { body(sql, true); });
-  }
-  publish(d);
-  if (moved) {
-    follower.restart(*moved);
-  } else if (!ran) {
-    follower.restart(begin);  // not applied: read again when it is this code's to write
-  } else if (end != read_end) {
-    follower.restart(end);  // stopped at a failing event
-  }
-  if (swapped) {
-    follower_.restart(end);
-    report_progress(true);
-  } else if (rebuild && ran && !moved) {
-    report_progress(false);
-  }
-  return idle;
-}
-
-void ProjectionRunner::apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events) {
-  for (const RecordedEvent& e : events) {
-    ProjectionContextAccess::set_key(ctx, {e.position, e.id});
-    projection_->apply(e, ctx);
-  }
-}
-
-Position ProjectionRunner::apply_careful(Sql* sql, ProjectionContext& ctx,
-                                         std::span<const RecordedEvent> events, Position end,
-                                         ProjectionRow& row) {
-  for (const RecordedEvent& e : events) {
-    ProjectionContextAccess::set_key(ctx, {e.position, e.id});
-    std::optional<SqlSavepoint> savepoint;
-    if (sql != nullptr) savepoint.emplace(*sql);
-    std::string message;
-    try {
-      projection_->apply(e, ctx);
-      if (savepoint) savepoint->release();
-      continue;
-    } catch (...) {
-      message = describe(std::current_exception());
-    }
-    if (savepoint) savepoint->rollback();  // a storage error here fails the transaction
-    record_failure(row, e, std::move(message), options_.on_failure);
-    if (options_.on_failure == FailurePolicy::stop) return e.position - 1;
-  }
-  return end;
-}
-
-// External target: the handler runs outside any transaction; the checkpoint (and any failure)
-// is saved after the batch: at least once.
-bool ProjectionRunner::external_batch() {
-  batch_.clear();
-  const Position before = follower_.position();
-  const bool at_end = follower_.next(batch_, options_.batch_size);
-  ProjectionRow delivered;  // the version and generation the batch was delivered for
-  {
-    MutexLock lock(mu_);
-    delivered = row_;
-  }
-  ProjectionRow row = delivered;
-  ProjectionContext ctx(nullptr, name_, row.generation);
-  const Position end = apply_careful(nullptr, ctx, batch_, follower_.position(), row);
-  const ProjectionState next = next_state(row, at_end);
-  {
-    MutexLock lock(mu_);
-    if (end == before && row == row_ && state_ == next) return at_end;  // nothing to record
-  }
-  Decision d;
-  bool moved = false;  // another engine reset the target meanwhile
-  store_.write_sql([&](Sql& sql) {
-    d = open_turn(sql);
-    moved = d.row.version != delivered.version || d.row.generation != delivered.generation;
-    if (moved) {
-      d.state = next_state(d.row, false);  // its checkpoint stands; this batch's does not
-      save(sql, d);
-      return;
-    }
-    d.row.skipped += row.skipped - delivered.skipped;
-    if (row.error != delivered.error) d.row.error = row.error;
-    d.row.state = next;
-    d.state = next;
-    if (end != before) CheckpointStore::save(sql, name_, end);
-    d.checkpoint = end;
-    save(sql, d);
-  });
-  publish(d);
-  if (moved) {
-    reload_ = true;
-    return false;
-  }
-  if (next == ProjectionState::failed) follower_.restart(end);
-  return at_end || next == ProjectionState::failed;
-}
-
-// Inside the rebuild's last transaction: the new generation becomes the serving one.
-void ProjectionRunner::swap_in(Sql& sql, ProjectionRow& row, Position at) {
-  serve_generation(sql, name_, row.rebuild_generation, row.generation);
-  drop_generation(sql, name_, row.generation);
-  CheckpointStore::save(sql, name_, at);
-  CheckpointStore::remove(sql, rebuild_checkpoint_name(name_));
-  row.version = row.rebuild_version;
-  row.generation = row.rebuild_generation;
-  row.rebuild_version = 0;
-  row.rebuild_generation = 0;
-}
-
-// --- Inline ----------------------------------------------------------------------------------
-
-// Inside the writer, in the append's transaction. A failure or skip it records is published
-// by the writer's outcome notice once the append has committed; a rolled-back append
-// publishes nothing.
-void ProjectionRunner::on_append(AppendTransaction& tx) {
-  {
-    MutexLock lock(mu_);
-    if (!live_) return;
-  }
-  Sql& sql = tx.sql();
-  Decision d = open_turn(sql);
-  ProjectionRow& row = d.row;
-  if (row.state == ProjectionState::failed) return;
-  if (row.version != version_) {
-    wakeup_->notify();  // another engine moved to another version: the thread looks
-    return;
-  }
-  const std::span<const RecordedEvent> events = tx.events();
-  const Position saved = load_position(sql, name_);
-  const Position first = events.front().position;
-  const Position last = events.back().position;
-  if (saved >= last) return;
-  if (first - saved - 1 > options_.batch_size) {
-    wakeup_->notify();  // a long gap (another process's appends): the thread catches up
-    return;
-  }
-  ProjectionContext ctx(&sql, name_, row.generation);
-  Position applied = 0;
-  if (saved + 1 == first &&
-      std::all_of(events.begin(), events.end(), [&](const RecordedEvent& e) { return wants(e); })) {
-    applied = apply_careful(&sql, ctx, events, last, row);  // the common case: no copies
   } else {
-    std::vector<RecordedEvent> todo;
-    if (saved + 1 < first) {
-      for (RecordedEvent& e : tx.read_log(saved + 1, options_.batch_size)) {
-        if (wants(e)) todo.push_back(std::move(e));
-      }
-    }
-    for (const RecordedEvent& e : events) {
-      if (e.position > saved && wants(e)) todo.push_back(e);
-    }
-    applied = apply_careful(&sql, ctx, todo, last, row);
+    follower_.restart(follower_.position());
+    rebuild_follower_.restart(rebuild_follower_.position());
   }
-  save_position(sql, name_, applied);
-  d.checkpoint = applied;
-  if (row != d.stored) save(sql, d);
-  if (row.state == ProjectionState::failed) d.state = ProjectionState::failed;
-  tx.on_outcome([self = shared_from_this(), d = std::move(d), applied](AppendOutcome outcome) {
-    if (outcome != AppendOutcome::committed) return;
-    note_inline(*self->inline_through_, applied);
-    self->publish(d);
-  });
+  reload_ = false;
+}
+
+bool ProjectionRunner::failed_shown() const {
+  MutexLock lock(mu_);
+  return state_ == ProjectionState::failed;
+}
+
+bool ProjectionRunner::rebuild_shown() const {
+  MutexLock lock(mu_);
+  return state_ != ProjectionState::failed && is_rebuilding(row_);
 }
 
 // --- Control and status ----------------------------------------------------------------------
-
-void ProjectionRunner::report_progress(bool finished) {
-  if (!engine_options_.on_progress) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (!finished && now - last_report_ < engine_options_.progress_interval) return;
-  last_report_ = now;
-  RebuildProgress p;
-  p.projection = name_;
-  p.done = finished ? follower_.position() : rebuild_follower_.position();
-  p.total = std::max(store_.head_position(), p.done);
-  const double seconds = std::chrono::duration<double>(now - rebuild_started_).count();
-  const Position replayed = p.done - std::min(p.done, rebuild_start_position_);
-  p.events_per_second = seconds > 0 ? static_cast<double>(replayed) / seconds : 0;
-  if (p.events_per_second > 0) {
-    p.time_left = std::chrono::seconds(
-        static_cast<std::int64_t>(static_cast<double>(p.total - p.done) / p.events_per_second));
-  }
-  p.finished = finished;
-  try {
-    engine_options_.on_progress(p);
-  } catch (...) {
-    // on_progress must not throw; a throwing one must not stop the rebuild.
-  }
-}
 
 void ProjectionRunner::stop() noexcept {
   MutexLock control(control_mu_);
@@ -744,6 +457,7 @@ void ProjectionRunner::halt() noexcept {
   if (thread_.joinable()) thread_.join();
 }
 
+// status() shows catching_up at once; the thread's first turn writes it to the file.
 void ProjectionRunner::restart() {
   MutexLock control(control_mu_);
   halt();

@@ -1,6 +1,11 @@
 // One projection at work: its thread (catch-up, live batches, rebuilds) and, inline, its part
 // of each append's transaction. See projection_engine.hpp for the guarantees and
-// docs/projections.md ("The runner's states") for the state machine.
+// docs/projections.md ("The runner's states") for the state machine: its two tables map onto
+// the private members below row by row (the states: next_state, show_error, record_failed,
+// enter_stopped; the events: add_turn, a batch, on_append, rebuild_turn, restart_turn, and
+// another engine's change as open_turn reads it). runner.cpp holds the turns, the states, the
+// events but the batch and the inline append, and the thread; runner_batch.cpp a batch (store
+// and external targets); runner_inline.cpp an inline append.
 //
 // The file is the state: every transaction (a batch on the thread, an inline append) starts
 // from the projection's row as the file has it inside that transaction, decides, and writes the
@@ -25,6 +30,9 @@
 #include "projection_meta.hpp"
 
 namespace factum::detail {
+
+// The message of `e` (what() of a std::exception), for status() and the file.
+std::string describe_error(std::exception_ptr e);
 
 class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
  public:
@@ -72,22 +80,36 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
     bool live = false;                     // inline: appends apply the projection from now on
   };
 
-  // Setup and the thread (the thread's own members are touched by it alone, or before it
-  // starts).
-  void setup() FACTUM_EXCLUDES(mu_);
-  void begin_rebuild(Sql& sql, ProjectionRow& row);
-  void run() noexcept FACTUM_EXCLUDES(mu_);
-  void halt() noexcept FACTUM_REQUIRES(control_mu_);
-  bool recover(std::exception_ptr error, Backoff& backoff) noexcept FACTUM_EXCLUDES(mu_);
-  void report(std::exception_ptr error) FACTUM_EXCLUDES(mu_);
-  bool step() FACTUM_EXCLUDES(mu_);
-  void take_restart() FACTUM_EXCLUDES(mu_);
-  void take_rebuild_request() FACTUM_EXCLUDES(mu_);
-  bool store_batch(bool rebuild) FACTUM_EXCLUDES(mu_);
-  bool external_batch() FACTUM_EXCLUDES(mu_);
-  void report_progress(bool finished);
+  // One batch of a store target, from its read to what the thread does after its commit.
+  struct Batch {
+    bool rebuild = false;             // the generation being built, not the serving one
+    LogFollower* follower = nullptr;  // follower_ or rebuild_follower_
+    std::string checkpoint;           // the checkpoint's name
+    Position begin = 0;               // where the read began
+    Position read_end = 0;            // where the read (and the rest read in the lock) ended
+    bool at_end = false;              // the read reached the end of the log
+    Position head = 0;                // the head inside the write lock
+    // What the write transaction decided (set again by each of its tries).
+    Decision d;
+    bool ran = false;               // the target was this code's to write
+    std::optional<Position> moved;  // the checkpoint another transaction left, not `begin`
+    Position end = 0;               // where the batch ends: its checkpoint
+    bool swapped = false;           // a rebuild reached the head and swapped in
+    bool idle = false;              // nothing more to do for this target now
+  };
 
-  // Inside a transaction: the file's row and a turn number.
+  // One batch of an external target, delivered before its transaction.
+  struct Delivery {
+    Position before = 0;      // the checkpoint it was delivered from
+    Position end = 0;         // the checkpoint it leaves
+    bool at_end = false;      // the read reached the end of the log
+    ProjectionRow delivered;  // the row (version, generation) it was delivered for
+    ProjectionRow row;        // the same with the batch's failures and skips
+    ProjectionState next = ProjectionState::catching_up;
+  };
+
+  // Turns: inside a transaction, the file's row and a turn number (another engine's change is
+  // whatever this row holds).
   Decision open_turn(Sql& sql) FACTUM_EXCLUDES(mu_);
   // Writes the row when the transaction changed it.
   static void save(Sql& sql, const Decision& d);
@@ -96,10 +118,76 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   void publish(const Decision& d) FACTUM_EXCLUDES(mu_);
   // Inline, after the outcome notice says committed: commits up to `last` are applied.
   static void note_inline(std::atomic<Position>& through, Position last) noexcept;
-  // The state the thread shows for `row` once its batch ended (caught up or not).
-  ProjectionState next_state(const ProjectionRow& row, bool caught_up) const;
 
-  // Applying events.
+  // The states (docs/projections.md, "The runner's states", first table). catching_up,
+  // running and rebuilding: what a batch that ended (caught up or not) leaves for `row`.
+  ProjectionState next_state(const ProjectionRow& row, bool caught_up) const;
+  // retrying or failed, shown at once after an error of the thread (unless failed already);
+  // returns whether it was shown.
+  bool show_error(ProjectionState state, const ProjectionFailure& failure) FACTUM_EXCLUDES(mu_);
+  // failed, recorded in the file.
+  void record_failed(const ProjectionFailure& failure) FACTUM_EXCLUDES(mu_);
+  // stopped, once the thread ends (a failed projection stays failed).
+  void enter_stopped() FACTUM_EXCLUDES(mu_);
+
+  // The events (second table). add(): setup() runs add_turn and readies the followers.
+  void setup() FACTUM_EXCLUDES(mu_);
+  Decision add_turn(Sql& sql) FACTUM_EXCLUDES(mu_);
+  void create_first_generation(Sql& sql, ProjectionRow& row);
+  void drop_abandoned_rebuild(Sql& sql, ProjectionRow& row);
+  // restart() and rebuild(), asked on any thread, taken by the projection's thread.
+  void take_restart() FACTUM_EXCLUDES(mu_);
+  Decision restart_turn(Sql& sql) FACTUM_EXCLUDES(mu_);
+  void take_rebuild_request() FACTUM_EXCLUDES(mu_);
+  Decision rebuild_turn(Sql& sql) FACTUM_EXCLUDES(mu_);
+  void begin_rebuild(Sql& sql, ProjectionRow& row);
+  void reset_external(Sql& sql, ProjectionRow& row);
+  // Rebuild progress is timed from `from`, for `generation`.
+  void time_rebuild(std::uint64_t generation, Position from);
+
+  // The thread: rounds of step() until stopped; errors reported, retried or failed.
+  void run() noexcept FACTUM_EXCLUDES(mu_);
+  void halt() noexcept FACTUM_REQUIRES(control_mu_);
+  bool recover(std::exception_ptr error, Backoff& backoff) noexcept FACTUM_EXCLUDES(mu_);
+  void report(std::exception_ptr error) FACTUM_EXCLUDES(mu_);
+  void call_on_error(std::exception_ptr error);
+  bool step() FACTUM_EXCLUDES(mu_);
+  void reload();
+  bool failed_shown() const FACTUM_EXCLUDES(mu_);
+  bool rebuild_shown() const FACTUM_EXCLUDES(mu_);
+
+  // A batch of a store target (runner_batch.cpp): read, apply, checkpoint, next state.
+  bool store_batch(bool rebuild) FACTUM_EXCLUDES(mu_);
+  Batch read_batch(bool rebuild);
+  bool read_events(LogFollower& follower, Position begin);
+  bool idle_at_head(const Batch& b) const FACTUM_EXCLUDES(mu_);
+  void write_batch(Batch& b) FACTUM_EXCLUDES(mu_);
+  void batch_turn(Sql& sql, Batch& b, bool careful) FACTUM_EXCLUDES(mu_);
+  bool another_engines_change(Sql& sql, Batch& b) const;
+  void notice_rebuild(const ProjectionRow& row, Position saved);
+  void drop_batch(Sql& sql, Batch& b, Position saved);
+  Position apply_batch(Sql& sql, ProjectionContext& ctx, Batch& b,
+                       std::span<const RecordedEvent> events, Position through, bool careful);
+  bool finishes_in_lock(const Batch& b) const;
+  void finish_in_lock(Sql& sql, ProjectionContext& ctx, Batch& b, bool careful);
+  void read_rest(Batch& b, std::size_t limit);
+  void end_batch(Sql& sql, Batch& b, Position saved);
+  void follow_up(const Batch& b);
+  void report_progress(bool finished);
+  // A batch of an external target (runner_batch.cpp).
+  bool external_batch() FACTUM_EXCLUDES(mu_);
+  Delivery deliver() FACTUM_EXCLUDES(mu_);
+  bool nothing_to_record(const Delivery& x) const FACTUM_EXCLUDES(mu_);
+  bool external_turn(Sql& sql, const Delivery& x, Decision& d) FACTUM_EXCLUDES(mu_);
+
+  // An inline append (runner_inline.cpp).
+  bool is_live() const FACTUM_EXCLUDES(mu_);
+  bool inline_applies(const ProjectionRow& row);
+  bool inline_reaches(std::span<const RecordedEvent> events, Position saved);
+  Position apply_inline(AppendTransaction& tx, ProjectionRow& row, Position saved);
+  void record_inline(AppendTransaction& tx, Decision d, Position applied);
+
+  // Applying events (runner_batch.cpp).
   void apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events);
   // One by one, each under a savepoint (store target), failures recorded in `row` by policy.
   // Returns the checkpoint to save: `end`, or the position before a stopping failure.
@@ -107,6 +195,7 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
                          Position end, ProjectionRow& row);
   void swap_in(Sql& sql, ProjectionRow& row, Position at);
   bool wants(const RecordedEvent& e) const;
+  bool external() const noexcept { return options_.target == ProjectionTarget::external; }
   bool is_rebuilding(const ProjectionRow& row) const noexcept {
     return row.rebuild_generation != 0 && row.rebuild_version == version_;
   }
