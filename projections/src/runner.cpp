@@ -40,6 +40,20 @@ Wakeup::Wanted not_applied_inline(std::shared_ptr<std::atomic<Position>> through
   };
 }
 
+// The position a thread error is about: the one a damaged or missing event names (the checked
+// walk reads a page at a time, so the follower may stand well before it), else `next`.
+Position failure_position(std::exception_ptr e, Position next) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const CorruptStoreError& ex) {
+    return ex.position() != 0 ? ex.position() : next;
+  } catch (const CorruptEventError& ex) {
+    return ex.position() != 0 ? ex.position() : next;
+  } catch (...) {
+    return next;
+  }
+}
+
 }  // namespace
 
 std::string describe_error(std::exception_ptr e) {
@@ -386,7 +400,8 @@ bool ProjectionRunner::recover(std::exception_ptr error, Backoff& backoff) noexc
 void ProjectionRunner::report(std::exception_ptr error) {
   const ProjectionState state =
       is_transient(error) ? ProjectionState::retrying : ProjectionState::failed;
-  const ProjectionFailure failure{follower_.position() + 1, "", describe_error(error)};
+  const ProjectionFailure failure{failure_position(error, follower_.position() + 1), "",
+                                  describe_error(error)};
   const bool shown = show_error(state, failure);
   changed_.notify_all();
   call_on_error(error);
