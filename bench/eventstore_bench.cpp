@@ -14,6 +14,7 @@
 //   factum_bench [--durability full|normal] [--quick] [--json] [--strict] [--verbose]
 //                [--seconds S] [--reps N] [--streams N] [--dir DIR] [--case NAME]
 //                [--side raw|factum] [--backend sqlite|postgres] [--pg-uri URI]
+//                [--scale-events N]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +35,7 @@
 
 #include "factum/factum.hpp"
 #include "raw_sqlite.hpp"
+#include "scale.hpp"
 #include "support.hpp"
 #ifdef FACTUM_HAVE_POSTGRES
 #include "raw_postgres.hpp"
@@ -58,6 +60,9 @@ constexpr std::size_t kFillChunk = 10;      // the read data is written 10 event
 constexpr std::size_t kFillStreams = 100;   // ... to 100 streams per transaction
 constexpr int kThreads = 16;
 constexpr const char* kType = "bench.MoneyDeposited";
+constexpr std::uint64_t kScaleSmall = 10000;  // the scale case's small log
+constexpr std::size_t kScaleBatches = 100;    // appends of 100 events per timed scale run
+constexpr std::size_t kScalePages = 30;       // pages read per timed scale run (15,360 events)
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -74,8 +79,9 @@ struct Config {
   fs::path dir;      // parent of the temporary directory
   std::string only;  // run only this case (for profiling); empty: all
   std::string side;  // time only this side, "raw" or "factum" (for profiling); empty: both
-  std::string backend = "sqlite";  // or "postgres"
-  std::string pg_uri;              // the server of --backend postgres
+  std::string backend = "sqlite";        // or "postgres"
+  std::string pg_uri;                    // the server of --backend postgres
+  std::uint64_t scale_events = 1000000;  // the scale case's large log
 };
 
 // How to get a server for --backend postgres.
@@ -105,10 +111,10 @@ Config parse(int argc, char** argv) {
       ->type_name("DIR");
   app.add_option("--case", c.only,
                  "run one case only (to profile it): append1, append100, threads, read_stream, "
-                 "read_stream_view, read_all or read_all_view")
+                 "read_stream_view, read_all, read_all_view or scale")
       ->type_name("NAME")
       ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_stream_view",
-                             "read_all", "read_all_view"}));
+                             "read_all", "read_all_view", "scale"}));
   app.add_option("--side", c.side, "time only the raw ceiling or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
@@ -121,6 +127,9 @@ Config parse(int argc, char** argv) {
                  "the PostgreSQL server of --backend postgres, a postgresql:// URI (default "
                  "$FACTUM_BENCH_PG_URI); the bench works in schemas it creates and drops")
       ->type_name("URI");
+  CLI::Option* scale = bench::add_positive(
+      app, "--scale-events", c.scale_events,
+      "events of the scale case's large log, against 10,000 (default 1000000; --quick 100000)");
   bench::parse_or_exit(app, argc, argv);
   if (c.backend == "postgres") {
 #ifndef FACTUM_HAVE_POSTGRES
@@ -148,6 +157,7 @@ Config parse(int argc, char** argv) {
     if (seconds->count() == 0) c.seconds = 0.3;
     if (reps->count() == 0) c.reps = 1;
     if (streams->count() == 0) c.streams = 500;
+    if (scale->count() == 0) c.scale_events = 100000;
   }
   c.dir = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
   return c;
@@ -836,6 +846,14 @@ class Backend {
   virtual Samples read_stream_view() = 0;
   virtual Samples read_all() = 0;
   virtual Samples read_all_view() = 0;
+  // The scale case: per-batch (100 events per append) and per-page (one page of the whole log
+  // from a random position) rates on a log of --scale-events events (as `factum`) and on one of
+  // 10,000 (as `ceiling`). None: not measured on this backend.
+  struct Scale {
+    Samples append;
+    Samples page;
+  };
+  virtual std::optional<Scale> scale() { return std::nullopt; }
 };
 
 std::string durability_name(factum::Durability d) {
@@ -1112,7 +1130,48 @@ class PostgresBackend final : public Backend {
     return interleave(c_, "read_all_view", raw, factum);
   }
 
+  // Does a batch or a page cost more when the log is large? One store filled to --scale-events
+  // events by a writer whose statements were prepared while it was empty, with statistics
+  // taken at a tenth of the fill (stale by the end, as autovacuum's are mid-load), against a
+  // fresh store of 10,000 events per run, analyzed; the two are timed in turns. Both are
+  // vacuumed once filled (without ANALYZE for the large one), so that neither side's reads set
+  // hint bits nor its appends share the machine with autovacuum's first pass.
+  std::optional<Scale> scale() override {
+    const PgSchema large_schema(*admin_, c_.pg_uri, "scale_large");
+    factum::EventStore large = factum::EventStore::open(large_schema.uri(), store_options(c_));
+    bench::fill_to(large, c_.scale_events / 10, corpus_.event());
+    analyze(large_schema);
+    bench::fill_to(large, c_.scale_events, corpus_.event());
+    admin_->exec("VACUUM " + large_schema.name() + ".events, " + large_schema.name() + ".streams");
+    const std::size_t page = store_options(c_).read_page_size;
+    Scale out;
+    for (int rep = 0; rep < c_.reps; ++rep) {
+      PgSchema schema(*admin_, c_.pg_uri, "scale_small");
+      factum::EventStore small = factum::EventStore::open(schema.uri(), store_options(c_));
+      bench::fill_to(small, kScaleSmall, corpus_.event());
+      schema.vacuum_analyze();
+      const std::string run = std::to_string(rep);
+      bench::append_batches(small, large, 10, corpus_.event(), run + "w");  // first prepares
+      const bench::PairedRates append =
+          bench::append_batches(small, large, kScaleBatches, corpus_.event(), run);
+      const bench::PairedRates pages = bench::read_pages(small, large, kScalePages, page, rep);
+      out.append.factum.push_back(append.large);
+      out.append.ceiling.push_back(append.small);
+      out.page.factum.push_back(pages.large);
+      out.page.ceiling.push_back(pages.small);
+      progress(c_, "scale append " + rate_text(append.large) + " vs " + rate_text(append.small) +
+                       ", page " + rate_text(pages.large) + " vs " + rate_text(pages.small));
+    }
+    return out;
+  }
+
  private:
+  // ANALYZE of the store's tables, from the admin connection (through the store, a write_sql
+  // would make its writer forget the streams it knows, which changes how it appends).
+  void analyze(const PgSchema& schema) {
+    admin_->exec("ANALYZE " + schema.name() + ".events, " + schema.name() + ".streams");
+  }
+
   // The connection that creates and drops the schemas; a failure to connect says how to start
   // a server.
   static std::unique_ptr<RawPg> connect(const std::string& uri) {
@@ -1300,6 +1359,22 @@ int run(const Config& c) {
       results.push_back({"read_all_view", "visit_all", all.best_factum(), all.best_ceiling(),
                          ceilings.read_all_view, ceilings.read_all_view_target, all.factum,
                          all.ceiling});
+    }
+  }
+
+  if (want("scale")) {
+    stage("scale: " + std::to_string(c.scale_events) + " events against 10,000");
+    if (const std::optional<Backend::Scale> scale = backend->scale()) {
+      const std::string large = std::to_string(c.scale_events / 1000) + "k";
+      const std::string against = "factum at 10k events";
+      // A batch or a page on the large log costs at most 1.25 times what it costs on the small
+      // one (rates within 20%); cheaper is no defect.
+      results.push_back({"scale_append_100_per_call", "append 100/call at " + large,
+                         scale->append.best_factum(), scale->append.best_ceiling(), against, 0.80,
+                         scale->append.factum, scale->append.ceiling});
+      results.push_back({"scale_read_all_page", "read_all page at " + large,
+                         scale->page.best_factum(), scale->page.best_ceiling(), against, 0.80,
+                         scale->page.factum, scale->page.ceiling});
     }
   }
 

@@ -41,6 +41,7 @@
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
 #include "libpq.hpp"
+#include "postgres/statements.hpp"
 #include "postgres_target.hpp"
 #include "rows.hpp"
 #include "storage.hpp"
@@ -176,7 +177,8 @@ class PgConn {
         std::to_string(std::max<std::int64_t>(1, options.busy_timeout.count()));
     exec("SET synchronous_commit = " +
              std::string(options.durability == Durability::full ? "on" : "off") +
-             "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning" +
+             "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning; " +
+             pg::kPlannerSettings +
              (options.read_only ? "; SET default_transaction_read_only = on" : ""),
          "configuring the connection");
   }
@@ -507,17 +509,6 @@ CREATE TRIGGER streams_are_permanent BEFORE TRUNCATE ON streams
   FOR EACH STATEMENT EXECUTE FUNCTION factum_refuse();
 )sql";
 
-// The event columns every read selects (rows.hpp's kEventColumns, for PostgreSQL), then the
-// previous event's hash.
-constexpr const char* kColumns =
-    "e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "
-    "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "
-    "e.recorded_at, e.hash";
-
-std::string select_joined(const char* from_where) {
-  return std::string("SELECT ") + kColumns + ", p.hash " + from_where;
-}
-
 // Checks the schema (creating it when allowed and missing); returns the schema's name.
 std::string prepare_schema(PgConn& c, const StoreOptions& options) {
   PgResult r = c.run("SELECT current_schema()", 0, nullptr, nullptr, nullptr, nullptr,
@@ -618,8 +609,8 @@ bool read_id(const PgResult& r, int row, int col, std::optional<EventId>& out) {
   return true;
 }
 
-// Points `out` at row `row` of `r` (kColumns, then the previous hash): nullptr when the row is
-// well formed, else what is wrong with it.
+// Points `out` at row `row` of `r` (postgres/statements.hpp's event columns, then the previous
+// hash): nullptr when the row is well formed, else what is wrong with it.
 const char* decode(const PgResult& r, int row, EventView& out) {
   std::int64_t v = 0;
   if (!r.int64(row, kPosition, v) || v < 1) return "its position is not a positive integer";
@@ -917,33 +908,17 @@ class PgPool {
 // --- Reads ------------------------------------------------------------------------------------
 
 const std::string& page_sql(PageQuery::Kind kind) {
-  static const std::string all = std::string("SELECT ") + kColumns +
-                                 ", NULL::bytea FROM events e LEFT JOIN streams s ON "
-                                 "s.stream_key = e.stream_key WHERE e.position >= $1 "
-                                 "ORDER BY e.position LIMIT $2";
-  static const std::string forward = select_joined(
-      "FROM streams s JOIN events e ON e.stream_key = s.stream_key LEFT JOIN events p ON "
-      "p.position = e.position - 1 WHERE s.stream_id = $1 AND e.stream_version >= $2 "
-      "ORDER BY e.stream_version LIMIT $3");
-  static const std::string backward = select_joined(
-      "FROM streams s JOIN events e ON e.stream_key = s.stream_key LEFT JOIN events p ON "
-      "p.position = e.position - 1 WHERE s.stream_id = $1 AND e.stream_version <= $2 "
-      "ORDER BY e.stream_version DESC LIMIT $3");
-  static const std::string category = select_joined(
-      "FROM events e JOIN streams s ON s.stream_key = e.stream_key LEFT JOIN events p ON "
-      "p.position = e.position - 1 WHERE s.category = $1 AND e.position >= $2 "
-      "ORDER BY e.position LIMIT $3");
   switch (kind) {
     case PageQuery::Kind::all:
-      return all;
+      return pg::kPageAll;
     case PageQuery::Kind::stream_forward:
-      return forward;
+      return pg::kPageStreamForward;
     case PageQuery::Kind::stream_backward:
-      return backward;
+      return pg::kPageStreamBackward;
     case PageQuery::Kind::category:
-      return category;
+      return pg::kPageCategory;
   }
-  return all;
+  return pg::kPageAll;
 }
 
 // One page of `query`'s rows (one statement: one snapshot).
@@ -974,8 +949,7 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
       } else {
         PgResult h = Params()
                          .i64(static_cast<std::int64_t>(v.position - 1))
-                         .run(c, "SELECT hash FROM events WHERE position = $1",
-                              "reading the previous event's hash");
+                         .run(c, pg::kHashAt.c_str(), "reading the previous event's hash");
         v.previous_hash = Hash{};
         if (h.rows() == 1 && h.bytes(0, 0).size() == v.previous_hash.size()) {
           std::memcpy(v.previous_hash.data(), h.bytes(0, 0).data(), v.previous_hash.size());
@@ -1107,16 +1081,15 @@ class PgWriter {
   }
 
   Tail lock_head(PgConn& c) {
-    return head_row(Params().run(c,
-                                 "SELECT position, hash FROM factum_store WHERE id = 1 FOR UPDATE",
-                                 "locking the log's head"));
+    return head_row(Params().run(c, pg::kLockHead.c_str(), "locking the log's head"));
   }
 
   void run_custom(Pending& p) noexcept {
     cache_.valid = false;  // the SQL may write anything
     try {
       PgConn& c = conn();
-      c.exec("BEGIN", "starting a transaction");
+      // The caller's SQL is planned as the server would by default (postgres/statements.hpp).
+      c.exec(std::string("BEGIN; ") + pg::kCallerPlanner, "starting a transaction");
       try {
         lock_head(c);  // serialised with the appends of every process
         PgSql sql(c);
@@ -1197,35 +1170,18 @@ class PgWriter {
       for (const Params& stream : streams_) {
         q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
       }
-      for (const Rows& rows : rows_) q.send(insert_sql(rows.count), rows.params);
+      for (const Rows& rows : rows_) q.send(pg::insert_events_sql(rows.count), rows.params);
       streams_.clear();
       rows_.clear();
     }
 
    private:
-    static constexpr std::size_t kRowParams = 14;
+    static constexpr std::size_t kRowParams = 14;        // pg::insert_events_sql's
     static constexpr std::size_t kRowsPerInsert = 1000;  // 14,000 of the 65,535 parameters
     struct Rows {
       Params params;
       std::size_t count = 0;
     };
-    static std::string insert_sql(std::size_t rows) {
-      std::string sql =
-          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
-          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-          "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = "
-          "v.s), v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
-      std::size_t n = 0;
-      for (std::size_t row = 0; row < rows; ++row) {
-        sql += row == 0 ? "(" : ", (";
-        for (std::size_t k = 0; k < kRowParams; ++k) {
-          sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
-        }
-        sql += ")";
-      }
-      sql += ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
-      return sql;
-    }
     std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
     std::deque<Rows> rows_;
   };
@@ -1540,22 +1496,13 @@ class PgWriter {
     }
     Pipeline first(c);
     first.send("BEGIN", Params());
-    first.send("SELECT position, hash, commits FROM factum_store WHERE id = 1 FOR UPDATE",
-               Params());
+    first.send(pg::kLockHead, Params());
     Params stream_params;
     stream_params.own(std::move(streams));
-    first.send(
-        "SELECT s.stream_id, (SELECT max(e.stream_version) FROM events e WHERE "
-        "e.stream_key = s.stream_key) FROM streams s WHERE s.stream_id = ANY "
-        "(string_to_array($1, E'\\n'))",
-        stream_params);
+    first.send(pg::kStreamsNamed, stream_params);
     Params id_params;
     id_params.own(std::move(ids));
-    first.send(
-        "SELECT e.event_id, s.stream_id FROM events e JOIN streams s ON s.stream_key = "
-        "e.stream_key WHERE e.event_id IN (SELECT decode(x, 'hex') FROM "
-        "unnest(string_to_array($1, ',')) AS x)",
-        id_params);
+    first.send(pg::kIdsStored, id_params);
     const std::vector<PgResult> r = first.run("locking the log's head");
     const Tail tail = head_row(r[1]);
     if (!r[1].int64(0, 2, commits)) bad_head();
@@ -1565,6 +1512,7 @@ class PgWriter {
     }
     for (int i = 0; i < r[3].rows(); ++i) {
       std::optional<EventId> id;
+      if (r[3].null(i, 1)) continue;  // not stored
       if (read_id(r[3], i, 0, id) && id) known.ids[*id] = {std::string(r[3].text(i, 1))};
     }
     return tail;
@@ -1699,11 +1647,8 @@ class PgWriter {
     std::optional<std::int64_t> key;
     StreamVersion current = 0;
     {
-      PgResult r = Params().text(a.stream).run(
-          c,
-          "SELECT s.stream_key, (SELECT max(stream_version) FROM events e "
-          "WHERE e.stream_key = s.stream_key) FROM streams s WHERE s.stream_id = $1",
-          "looking up a stream");
+      PgResult r =
+          Params().text(a.stream).run(c, pg::kStreamKeyAndVersion.c_str(), "looking up a stream");
       if (r.rows() == 1) {
         key = r.int64_or(0, 0, 0);
         current = static_cast<StreamVersion>(r.int64_or(0, 1, 0));
@@ -1762,11 +1707,7 @@ class PgWriter {
   std::optional<AppendResult> find_retry(PgConn& c, const AppendView& a,
                                          std::optional<std::int64_t> key) {
     const EventData& first = a.events.front();
-    PgResult r = Params().id(first.id).run(
-        c,
-        "SELECT e.position, e.stream_key, e.stream_version, s.stream_id FROM events e "
-        "JOIN streams s ON s.stream_key = e.stream_key WHERE e.event_id = $1",
-        "looking up an event id");
+    PgResult r = Params().id(first.id).run(c, pg::kEventOfId.c_str(), "looking up an event id");
     if (r.rows() == 0) return std::nullopt;
     if (!key || r.int64_or(0, 1, 0) != *key) {
       throw DuplicateEventError(first.id.to_string(), std::string(a.stream),
@@ -1823,10 +1764,7 @@ class PgWriter {
 
   // The stream the event `id` is stored in, if it is.
   std::optional<std::string> stored_in(PgConn& c, const EventId& id) {
-    PgResult r = Params().id(id).run(c,
-                                     "SELECT s.stream_id FROM events e JOIN streams s ON "
-                                     "s.stream_key = e.stream_key WHERE e.event_id = $1",
-                                     "looking up an event id");
+    PgResult r = Params().id(id).run(c, pg::kStreamOfId.c_str(), "looking up an event id");
     if (r.rows() == 0) return std::nullopt;
     return std::string(r.text(0, 0));
   }
@@ -1870,17 +1808,14 @@ class PgWriter::HookTransaction final : public AppendTransaction {
     std::vector<RecordedEvent> out;
     const Position before = events_.front().position;
     if (from >= before || limit == 0) return out;
+    // Planned as factum's own statements are (the slot's SQL runs under the server's defaults).
+    conn_.exec(pg::kFactumPlanner, "reading the log inside an append");
     PgResult r = Params()
                      .i64(static_cast<std::int64_t>(from))
                      .i64(static_cast<std::int64_t>(before))
                      .i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)))
-                     .run(conn_,
-                          select_joined("FROM events e JOIN streams s ON s.stream_key = "
-                                        "e.stream_key LEFT JOIN events p ON p.position = "
-                                        "e.position - 1 WHERE e.position >= $1 AND e.position "
-                                        "< $2 ORDER BY e.position LIMIT $3")
-                              .c_str(),
-                          "reading the log inside an append");
+                     .run(conn_, pg::kLogRange.c_str(), "reading the log inside an append");
+    conn_.exec(pg::kCallerPlanner, "reading the log inside an append");
     read_events(r, out);
     return out;
   }
@@ -1898,7 +1833,12 @@ class PgWriter::HookTransaction final : public AppendTransaction {
 void PgWriter::run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& events) {
   if (events.empty()) return;  // a retry: nothing written
   HookTransaction tx(c, p, events);
+  // The slots' SQL is planned as the server would by default; the rest of the group's
+  // statements as factum's (postgres/statements.hpp). When a slot throws, the savepoint around
+  // its append (or the group's rollback) undoes the setting with the rest.
+  c.exec(pg::kCallerPlanner, "running on_appending slots");
   (*p.hook)(tx);
+  c.exec(pg::kFactumPlanner, "running on_appending slots");
   if (p.sink->events != nullptr) {
     std::move(events.begin(), events.end(), std::back_inserter(*p.sink->events));
   }
@@ -2106,20 +2046,15 @@ class PostgresStorage final : public Storage {
   StreamVersion stream_version(std::string_view stream) override {
     if (!is_server_text(stream)) return 0;  // no such stream can be stored
     return read([&](PgConn& c) {
-      PgResult r = Params().text(stream).run(
-          c,
-          "SELECT max(e.stream_version) FROM streams s JOIN events e ON e.stream_key = "
-          "s.stream_key WHERE s.stream_id = $1",
-          "reading a stream's version");
+      PgResult r =
+          Params().text(stream).run(c, pg::kStreamVersion.c_str(), "reading a stream's version");
       return static_cast<StreamVersion>(r.rows() == 1 ? r.int64_or(0, 0, 0) : 0);
     });
   }
 
   Head head() override {
     return read([&](PgConn& c) {
-      PgResult r =
-          Params().run(c, "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1",
-                       "reading the log's head");
+      PgResult r = Params().run(c, pg::kHead.c_str(), "reading the log's head");
       if (r.rows() == 0) return Head{};
       const auto position = static_cast<Position>(r.int64_or(0, 0, 0));
       return head_of(position, r.bytes(0, 1));
@@ -2140,12 +2075,7 @@ class PostgresStorage final : public Storage {
 
   std::optional<RecordedEvent> read_event(const EventId& id) override {
     std::vector<RecordedEvent> out = read([&](PgConn& c) {
-      return read_events(Params().id(id).run(
-          c,
-          select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key LEFT "
-                        "JOIN events p ON p.position = e.position - 1 WHERE e.event_id = $1")
-              .c_str(),
-          "reading an event"));
+      return read_events(Params().id(id).run(c, pg::kEventById.c_str(), "reading an event"));
     });
     if (out.empty()) return std::nullopt;
     return std::move(out.front());
@@ -2153,13 +2083,8 @@ class PostgresStorage final : public Storage {
 
   std::vector<RecordedEvent> compensations_of(const EventId& id) override {
     return read([&](PgConn& c) {
-      return read_events(Params().id(id).run(
-          c,
-          select_joined("FROM events e JOIN streams s ON s.stream_key = e.stream_key "
-                        "LEFT JOIN events p ON p.position = e.position - 1 "
-                        "WHERE e.compensates = $1 ORDER BY e.position")
-              .c_str(),
-          "reading compensations"));
+      return read_events(
+          Params().id(id).run(c, pg::kCompensationsOf.c_str(), "reading compensations"));
     });
   }
 
@@ -2172,16 +2097,12 @@ class PostgresStorage final : public Storage {
         Params().run(*c, "SELECT count(*), min(position) FROM events", "counting the events");
     const std::int64_t rows = counts.int64_or(0, 0, 0);
     if (rows > 0 && counts.int64_or(0, 1, 1) < 1) return walk.unchained(counts.int64_or(0, 1, 1));
-    const std::string sql = std::string("SELECT ") + kColumns +
-                            ", NULL::bytea, s.category FROM events e LEFT JOIN streams s ON "
-                            "s.stream_key = e.stream_key WHERE e.position >= $1 "
-                            "ORDER BY e.position LIMIT $2";
     EventView event;
     for (;;) {
       PgResult page = Params()
                           .i64(static_cast<std::int64_t>(walk.next()))
                           .i64(kVerifyPage)
-                          .run(*c, sql.c_str(), "verifying the hash chain");
+                          .run(*c, pg::kPageVerify.c_str(), "verifying the hash chain");
       for (int i = 0; i < page.rows(); ++i) {
         const char* problem = decode(page, i, event);
         const std::string_view category =
@@ -2214,7 +2135,8 @@ class PostgresStorage final : public Storage {
   }
 
   void read_sql(const std::function<void(Sql&)>& fn) override {
-    auto c = begin_read("starting a read transaction");
+    // The caller's SQL is planned as the server would by default (postgres/statements.hpp).
+    auto c = begin_read("starting a read transaction", pg::kCallerPlanner);
     PgSql sql(*c);
     fn(sql);
     c->exec("COMMIT", "ending a read transaction");
@@ -2241,13 +2163,16 @@ class PostgresStorage final : public Storage {
     }
   }
 
-  // A pooled connection in a REPEATABLE READ READ ONLY transaction (begun again on a new
-  // connection when the first turns out broken, as read() does).
-  PgPool::Lease begin_read(std::string_view doing) {
+  // A pooled connection in a REPEATABLE READ READ ONLY transaction, with `settings` (SQL run in
+  // the same round trip) when not null; begun again on a new connection when the first turns out
+  // broken, as read() does.
+  PgPool::Lease begin_read(std::string_view doing, const char* settings = nullptr) {
+    const std::string begin = std::string("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") +
+                              (settings != nullptr ? std::string("; ") + settings : "");
     for (int attempt = 0;; ++attempt) {
       auto c = readers_.acquire();
       try {
-        c->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", doing);
+        c->exec(begin, doing);
         return c;
       } catch (const StorageError&) {
         if (attempt > 0 || c->ok()) throw;

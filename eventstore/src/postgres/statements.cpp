@@ -1,0 +1,138 @@
+#include "postgres/statements.hpp"
+
+namespace factum::detail::pg {
+namespace {
+
+// An event row's columns (see statements.hpp), with `stream` giving its stream id.
+std::string columns(const char* stream) {
+  return std::string("e.position, ") + stream +
+         ", e.stream_version, e.event_id, e.type, e.schema_version, e.payload, e.correlation_id, "
+         "e.causation_id, e.compensates, e.actor, e.extra, e.recorded_at, e.hash";
+}
+
+// A row's stream id, category and previous hash, each looked up by key.
+constexpr const char* kStreamIdOfRow =
+    "(SELECT s.stream_id FROM streams s WHERE s.stream_key = e.stream_key)";
+constexpr const char* kCategoryOfRow =
+    "(SELECT s.category FROM streams s WHERE s.stream_key = e.stream_key)";
+constexpr const char* kPreviousHash =
+    "(SELECT p.hash FROM events p WHERE p.position = e.position - 1)";
+// The key of the stream named $1 (NULL: none), computed once per statement.
+constexpr const char* kKeyOfStream = "(SELECT s.stream_key FROM streams s WHERE s.stream_id = $1)";
+// The last version of the stream of row `s`.
+constexpr const char* kLastVersionOfStreamRow =
+    "(SELECT e.stream_version FROM events e WHERE e.stream_key = s.stream_key ORDER BY "
+    "e.stream_version DESC LIMIT 1)";
+
+std::string select(const char* stream, const char* previous, const std::string& rest) {
+  return "SELECT " + columns(stream) + ", " + previous + " FROM events e " + rest;
+}
+
+}  // namespace
+
+const std::string kPageAll =
+    select(kStreamIdOfRow, "NULL::bytea", "WHERE e.position >= $1 ORDER BY e.position LIMIT $2");
+const std::string kPageStreamForward =
+    select("$1::text", kPreviousHash,
+           std::string("WHERE e.stream_key = ") + kKeyOfStream +
+               " AND e.stream_version >= $2 ORDER BY e.stream_version LIMIT $3");
+const std::string kPageStreamBackward =
+    select("$1::text", kPreviousHash,
+           std::string("WHERE e.stream_key = ") + kKeyOfStream +
+               " AND e.stream_version <= $2 ORDER BY e.stream_version DESC LIMIT $3");
+const std::string kPageCategory = select(kStreamIdOfRow, kPreviousHash,
+                                         std::string("WHERE e.position >= $2 AND ") +
+                                             kCategoryOfRow + " = $1 ORDER BY e.position LIMIT $3");
+const std::string kLogRange =
+    select(kStreamIdOfRow, kPreviousHash,
+           "WHERE e.position >= $1 AND e.position < $2 ORDER BY e.position LIMIT $3");
+const std::string kEventById = select(kStreamIdOfRow, kPreviousHash, "WHERE e.event_id = $1");
+// Ordered by an expression no index gives, so that the only plan is the compensates index and
+// a sort of its few rows (an ordered walk of the whole log would be the other).
+const std::string kCompensationsOf =
+    select(kStreamIdOfRow, kPreviousHash, "WHERE e.compensates = $1 ORDER BY e.position + 0");
+const std::string kHashAt = "SELECT hash FROM events WHERE position = $1";
+const std::string kStreamVersion = std::string("SELECT e.stream_version FROM events e WHERE ") +
+                                   "e.stream_key = " + kKeyOfStream +
+                                   " ORDER BY e.stream_version DESC LIMIT 1";
+const std::string kHead = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";
+const std::string kPageVerify = "SELECT " + columns(kStreamIdOfRow) + ", NULL::bytea, " +
+                                kCategoryOfRow +
+                                " FROM events e WHERE e.position >= $1 ORDER BY e.position "
+                                "LIMIT $2";
+
+const std::string kLockHead =
+    "SELECT position, hash, commits FROM factum_store WHERE id = 1 FOR UPDATE";
+const std::string kStreamsNamed = std::string("SELECT s.stream_id, ") + kLastVersionOfStreamRow +
+                                  " FROM streams s WHERE s.stream_id = ANY "
+                                  "(string_to_array($1, E'\\n'))";
+const std::string kIdsStored =
+    std::string("SELECT x.id, (SELECT ") + kStreamIdOfRow +
+    " FROM events e WHERE e.event_id = x.id) FROM (SELECT decode(h, 'hex') AS id FROM "
+    "unnest(string_to_array($1, ',')) AS h) AS x";
+const std::string kStreamKeyAndVersion = std::string("SELECT s.stream_key, ") +
+                                         kLastVersionOfStreamRow +
+                                         " FROM streams s WHERE s.stream_id = $1";
+const std::string kEventOfId = std::string("SELECT e.position, e.stream_key, e.stream_version, ") +
+                               kStreamIdOfRow + " FROM events e WHERE e.event_id = $1";
+const std::string kStreamOfId =
+    std::string("SELECT ") + kStreamIdOfRow + " FROM events e WHERE e.event_id = $1";
+
+std::string insert_events_sql(std::size_t rows) {
+  std::string sql =
+      "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+      "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+      "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = "
+      "v.s), v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
+  std::size_t n = 0;
+  for (std::size_t row = 0; row < rows; ++row) {
+    sql += row == 0 ? "(" : ", (";
+    for (std::size_t k = 0; k < 14; ++k) sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
+    sql += ")";
+  }
+  return sql + ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
+}
+
+std::vector<PlannedStatement> planned_statements() {
+  const std::string id = "'\\x0190f5a27c3e7000800000000000002a'::bytea";
+  const std::vector<std::string> row_types = {"text",   "bigint", "bigint", "bytea", "text",
+                                              "bigint", "bytea",  "bytea",  "bytea", "bytea",
+                                              "text",   "bytea",  "bigint", "bytea"};
+  const std::vector<std::string> row_values = {
+      "'account-7'", "500",  "3",    id,  "'bank.Deposited'", "1", "'\\x00'::bytea", "NULL", "NULL",
+      "NULL",        "NULL", "NULL", "0", "'\\x00'::bytea"};
+  return {
+      {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
+      {"page of a stream",
+       kPageStreamForward,
+       {"text", "bigint", "bigint"},
+       {"'account-7'", "1", "512"}},
+      {"page of a stream, backward",
+       kPageStreamBackward,
+       {"text", "bigint", "bigint"},
+       {"'account-7'", "100", "512"}},
+      {"page of a category",
+       kPageCategory,
+       {"text", "bigint", "bigint"},
+       {"'account'", "500", "512"}},
+      {"range of the log", kLogRange, {"bigint", "bigint", "bigint"}, {"400", "500", "100"}},
+      {"event by id", kEventById, {"bytea"}, {id}},
+      {"compensations of an event", kCompensationsOf, {"bytea"}, {id}, true},
+      {"hash at a position", kHashAt, {"bigint"}, {"500"}},
+      {"version of a stream", kStreamVersion, {"text"}, {"'account-7'"}},
+      {"head", kHead, {}, {}},
+      {"verify's page", kPageVerify, {"bigint", "bigint"}, {"500", "4096"}},
+      {"head row, locked", kLockHead, {}, {}},
+      {"streams of a group", kStreamsNamed, {"text"}, {"E'account-7\\naccount-8'"}},
+      {"ids of a group",
+       kIdsStored,
+       {"text"},
+       {"'0190f5a27c3e7000800000000000002a,0190f5a27c3e7000800000000000002b'"}},
+      {"stream key and version", kStreamKeyAndVersion, {"text"}, {"'account-7'"}},
+      {"event of an id", kEventOfId, {"bytea"}, {id}},
+      {"stream of an id", kStreamOfId, {"bytea"}, {id}},
+      {"insert of an event", insert_events_sql(1), row_types, row_values},
+  };
+}
+
+}  // namespace factum::detail::pg

@@ -1,0 +1,93 @@
+// The PostgreSQL backend's statements that run per append or per page, and the planner settings
+// they run under, so that each has one plan: index scans bounded by a key or a LIMIT, the same
+// on an empty log and on a large one, whatever statistics the server holds and whenever the
+// statement was prepared (docs/postgres.md, "Plans"). A cost per append or per page that grew
+// with the log would be a defect; tests/postgres/plans_test.cpp checks every plan with EXPLAIN.
+//
+// How. Each (sub)query reads one table through an equality or a range on an indexed column;
+// joins are scalar subqueries (a row's stream id is looked up by its key), never left to the
+// planner's choice of join method. The session settings below take sequential and bitmap scans
+// (which read a table, or a range, whole) out of the planner's choices, so the index scan is
+// the only plan left; before, a statement prepared while the store was empty kept a sequential
+// scan, and a page read sorted everything after its start once statistics were taken mid-load.
+//
+// Internal. Thread-safety: constants, and functions of their arguments only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace factum::detail::pg {
+
+// Run by every connection factum opens, before its first statement. A prepared statement is
+// planned once (its generic plan): its one plan does not depend on its parameters, and planning
+// a 100-row INSERT anew for each batch (as the server does for a statement's first five runs,
+// and for good while its custom plans look cheaper) costs a quarter of the batch. No JIT: a
+// generic plan's cost is estimated without its LIMIT's value, which on a large log passes
+// jit_above_cost, and compiling it took 100 ms of each 1 ms page.
+inline constexpr const char* kPlannerSettings =
+    "SET enable_seqscan = off; SET enable_bitmapscan = off; "
+    "SET plan_cache_mode = force_generic_plan; SET jit = off";
+// The rest of a transaction that runs the caller's SQL (read_sql, write_sql, on_appending
+// slots) plans it as the server would by default; and factum's settings again, after a slot.
+inline constexpr const char* kCallerPlanner =
+    "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_bitmapscan TO DEFAULT; "
+    "SET LOCAL plan_cache_mode TO DEFAULT; SET LOCAL jit TO DEFAULT";
+inline constexpr const char* kFactumPlanner =
+    "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; "
+    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL jit = off";
+
+// The event columns every read selects, in the order of rows.hpp's EventView (position, stream
+// id, version, id, type, schema version, payload, correlation, causation, compensates, actor,
+// extra, recorded_at, hash), then the previous event's hash (NULL when not read).
+
+// One page of the whole log: $1 first position, $2 limit.
+extern const std::string kPageAll;
+// One page of a stream: $1 stream id, $2 first (last) version, $3 limit.
+extern const std::string kPageStreamForward;
+extern const std::string kPageStreamBackward;
+// One page of a category: $1 category, $2 first position, $3 limit. Walks the log by position
+// and keeps the events of the category: its cost per page is the page size over the
+// category's share of the events it passes, whatever the log's size.
+extern const std::string kPageCategory;
+// Positions $1 <= p < $2 of the log, at most $3 (an on_appending slot's read_log).
+extern const std::string kLogRange;
+// The event with id $1; the events that compensate $1, in position order.
+extern const std::string kEventById;
+extern const std::string kCompensationsOf;
+// The hash of the event at position $1.
+extern const std::string kHashAt;
+// The last version of stream $1 (no row: no such stream); the log's last position and hash.
+extern const std::string kStreamVersion;
+extern const std::string kHead;
+// Verify's page: kPageAll's columns, NULL, then the stream's category.
+extern const std::string kPageVerify;
+
+// The writer's: the head row, locked; the stored streams of "\n"-separated stream ids $1 (id,
+// last version); the stored ones of ","-separated hex event ids $1 (id, stream id; NULL when
+// not stored); one stream's key and last version; an id's row (position, stream key, version,
+// stream id); a stored id's stream.
+extern const std::string kLockHead;
+extern const std::string kStreamsNamed;
+extern const std::string kIdsStored;
+extern const std::string kStreamKeyAndVersion;
+extern const std::string kEventOfId;
+extern const std::string kStreamOfId;
+
+// INSERT of `rows` events, 14 parameters per row (stream id, position, version, then the
+// columns from event_id on), each row's stream key looked up by its stream id.
+std::string insert_events_sql(std::size_t rows);
+
+// A statement as the plan test runs it: its text, its parameters' types, and example values.
+struct PlannedStatement {
+  std::string name;
+  std::string sql;
+  std::vector<std::string> types;   // PostgreSQL type names, one per parameter
+  std::vector<std::string> values;  // SQL literals, one per parameter
+  bool may_sort = false;            // sorts a bounded set (the compensations of one event)
+};
+
+// Every statement above, with example values: what tests/postgres/plans_test.cpp explains.
+std::vector<PlannedStatement> planned_statements();
+
+}  // namespace factum::detail::pg
