@@ -3,7 +3,7 @@
 #include "factum/eventstore/location.hpp"
 
 #ifdef FACTUM_HAVE_POSTGRES
-#include "libpq.hpp"
+#include "postgres/libpq.hpp"
 #endif
 
 #include <algorithm>

@@ -248,8 +248,9 @@ TEST_CASE("projections and checkpoint reset on a URI") {
   CHECK(contains(r.err, "is a projection's checkpoint"));
 }
 
-// libpq is loaded when a store on a URI is first opened (eventstore/src/libpq.hpp): without it,
-// a URI is refused with one line that names the library, and SQLite stores are unaffected.
+// libpq is loaded when a store on a URI is first opened (eventstore/src/postgres/libpq.hpp):
+// without it, a URI is refused with one line that names the library, and SQLite stores are
+// unaffected.
 TEST_CASE("without libpq a URI is refused with a clear error, and SQLite stores still work") {
   Imported s;
   CliOptions no_libpq;

@@ -52,9 +52,9 @@ const std::string kEventById = select(kStreamIdOfRow, kPreviousHash, "WHERE e.ev
 const std::string kCompensationsOf =
     select(kStreamIdOfRow, kPreviousHash, "WHERE e.compensates = $1 ORDER BY e.position + 0");
 const std::string kHashAt = "SELECT hash FROM events WHERE position = $1";
-const std::string kStreamVersion = std::string("SELECT e.stream_version FROM events e WHERE ") +
-                                   "e.stream_key = " + kKeyOfStream +
-                                   " ORDER BY e.stream_version DESC LIMIT 1";
+const std::string kVersionOfStream = std::string("SELECT e.stream_version FROM events e WHERE ") +
+                                     "e.stream_key = " + kKeyOfStream +
+                                     " ORDER BY e.stream_version DESC LIMIT 1";
 const std::string kHead = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";
 const std::string kPageVerify = "SELECT " + columns(kStreamIdOfRow) + ", NULL::bytea, " +
                                 kCategoryOfRow +
@@ -119,7 +119,7 @@ std::vector<PlannedStatement> planned_statements() {
       {"event by id", kEventById, {"bytea"}, {id}},
       {"compensations of an event", kCompensationsOf, {"bytea"}, {id}, true},
       {"hash at a position", kHashAt, {"bigint"}, {"500"}},
-      {"version of a stream", kStreamVersion, {"text"}, {"'account-7'"}},
+      {"version of a stream", kVersionOfStream, {"text"}, {"'account-7'"}},
       {"head", kHead, {}, {}},
       {"verify's page", kPageVerify, {"bigint", "bigint"}, {"500", "4096"}},
       {"head row, locked", kLockHead, {}, {}},

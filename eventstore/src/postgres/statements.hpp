@@ -58,7 +58,7 @@ extern const std::string kCompensationsOf;
 // The hash of the event at position $1.
 extern const std::string kHashAt;
 // The last version of stream $1 (no row: no such stream); the log's last position and hash.
-extern const std::string kStreamVersion;
+extern const std::string kVersionOfStream;
 extern const std::string kHead;
 // Verify's page: kPageAll's columns, NULL, then the stream's category.
 extern const std::string kPageVerify;

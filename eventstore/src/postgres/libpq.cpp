@@ -1,4 +1,4 @@
-#include "libpq.hpp"
+#include "postgres/libpq.hpp"
 
 #include <string>
 

@@ -1,0 +1,271 @@
+// The writer of a PostgreSQL store: appends and write_sql, one transaction per commit group.
+//
+// Ordering. Every append (and every write_sql) first locks the one row of factum_store
+// (SELECT ... FOR UPDATE) and keeps the lock until its COMMIT: the writers of all processes and
+// machines take turns, each reads the head the one before committed, and a reader can never see
+// position N + 1 before N, because N + 1 is written only after N's transaction has ended. The
+// cost is one writing transaction at a time per store; group commit (below) amortises it, since
+// a process puts every append waiting for the lock into one transaction.
+//
+// Group commit. Inside a process, appends queue; the first caller leads: it commits the queued
+// appends in one transaction, each under a savepoint when there are several (a failing append
+// is rolled back alone), and wakes their callers.
+//
+// How a group commits: writer.cpp (the attempts, and what makes a second one), writer_decide.cpp
+// (groups decided here from one look-up: one or two round trips), writer_steps.cpp (appends run
+// statement by statement: retries, on_appending slots, a group isolated after a refusal).
+//
+// Internal. Thread-safety: write() and write_sql() may be called from any thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "group_commit.hpp"
+#include "hash_chain.hpp"
+#include "postgres/pipeline.hpp"
+#include "postgres/sql_handle.hpp"
+#include "storage.hpp"
+
+namespace factum::detail::pg {
+
+constexpr std::size_t kMaxGroup = 64;  // appends per group at most
+
+// The columns of `e`'s row from event_id on (event_id, type, schema_version, payload, the
+// metadata, recorded_at, hash), after its position, stream and version.
+void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash);
+
+// The log's head as a group leaves it: the last position and its hash.
+struct Tail {
+  Position position = 0;
+  Hash hash{};
+};
+
+// One caller's place in the queue: its appends (or its write_sql) and, once its group is
+// done, its results or its error.
+struct Pending : GroupCaller {
+  std::span<const AppendView> appends;
+  AppendSink* sink = nullptr;
+  const AppendHook* hook = nullptr;
+  const std::function<void(Sql&)>* custom = nullptr;  // a write_sql
+  std::vector<AppendResult> results;
+  std::exception_ptr error;
+  std::vector<std::function<void(AppendOutcome)>> notices;
+};
+
+class PgWriter {
+ public:
+  PgWriter(std::shared_ptr<const PgTarget> target, StoreOptions options, std::string channel)
+      : target_(std::move(target)),
+        options_(std::move(options)),
+        channel_(std::move(channel)),
+        group_commit_(std::min(options_.max_group_size, kMaxGroup)) {}
+
+  std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
+                                  const AppendHook* hook);
+
+  void write_sql(const std::function<void(Sql&)>& fn);
+
+ private:
+  class HookTransaction;
+
+  // Queues `self` for group commit (group_commit.hpp; a write_sql runs alone) and rethrows
+  // its error.
+  void enqueue(Pending& self);
+
+  // The leader's connection, replaced when it is not alive (PgConn::alive).
+  PgConn& conn();
+  // Takes the ordering lock (the head row, FOR UPDATE); returns the head.
+  Tail lock_head(PgConn& c);
+  // A write_sql's transaction: the ordering lock, the caller's SQL, the head row moved (an
+  // import writes events). Records its error in `p`.
+  void run_custom(Pending& p) noexcept;
+  // Tells p's on_appending slots the outcome of the attempt.
+  static void notify(Pending& p, AppendOutcome outcome) noexcept;
+  // Forgets what an attempt did to `p` (results, the sink's copies and positions).
+  static void reset(Pending& p) noexcept;
+  // Records `error` as p's, forgets its results and tells its slots it was rolled back.
+  static void fail(Pending& p, std::exception_ptr error) noexcept;
+
+  // What the group's first round trip learns of the log before any of its appends: the stored
+  // streams it names (their versions) and which of its ids (and compensated ids) are stored
+  // where.
+  using VersionMap = std::map<std::string, StreamVersion, std::less<>>;
+
+  struct Known {
+    struct Stored {
+      std::string stream;
+    };
+    VersionMap streams;
+    std::map<EventId, Stored> ids;
+  };
+
+  // The inserts of decided appends, sent together: the new streams' rows first, then the
+  // events of every append in multi-row INSERTs of at most kRowsPerInsert rows (each row names
+  // its stream: its key is looked up by the INSERT, as a new stream's row has none yet).
+  class Batch {
+   public:
+    void add_stream(std::string_view stream) {
+      streams_.emplace_back().text(stream).text(category_of(stream));
+    }
+    // The parameters of one more event row, to be filled with kRowParams values.
+    Params& add_row() {
+      if (rows_.empty() || rows_.back().count == kRowsPerInsert) rows_.emplace_back();
+      ++rows_.back().count;
+      return rows_.back().params;
+    }
+    // Sends the statements to `q` and empties the batch.
+    void send(Pipeline& q) {
+      for (const Params& stream : streams_) {
+        q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
+      }
+      for (const Rows& rows : rows_) q.send(pg::insert_events_sql(rows.count), rows.params);
+      streams_.clear();
+      rows_.clear();
+    }
+
+   private:
+    static constexpr std::size_t kRowParams = 14;        // pg::insert_events_sql's
+    static constexpr std::size_t kRowsPerInsert = 1000;  // 14,000 of the 65,535 parameters
+    struct Rows {
+      Params params;
+      std::size_t count = 0;
+    };
+    std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
+    std::deque<Rows> rows_;
+  };
+
+  // What this writer knows of the log as its last commit (or look-up) left it: exact while
+  // factum_store.commits still has the value read then, since every write of every process
+  // moves that counter (under the head row's lock).
+  struct Cache {
+    bool valid = false;
+    std::int64_t commits = 0;
+    Tail tail;
+    VersionMap streams;  // versions of stored streams
+  };
+
+  static constexpr std::size_t kMaxCachedStreams = 100000;
+
+  // How one attempt at a group's transaction ended.
+  enum class Attempt {
+    done,       // each append has its result or its own error
+    isolate,    // the server refused a statement of the group, on a sound connection: nothing
+                // is committed; again, with each append under a savepoint of its own
+    reconnect,  // the connection broke before COMMIT was sent: nothing is committed (the
+                // server rolls back a transaction whose connection ends); again, on a new one
+  };
+
+  // The group's transaction (attempt). A failure that is not an append's own (a version
+  // conflict, a duplicate: those fail their append alone) fails the group unless it is one of
+  // two that a second attempt can undo for the others: a statement the server refused, which
+  // may be one append's data (a constraint, an encoding the database cannot hold, an index
+  // row too large): the group runs again with every append step by step under its own
+  // savepoint, where that append fails alone (once: a second failure fails them all); and a
+  // connection found broken before COMMIT was sent (a server restart, pg_terminate_backend):
+  // the group runs again, once, on a new connection.
+  void commit_group(std::span<Pending* const> group) noexcept;
+
+  // One attempt at the group's transaction. First, when this writer's cache knows every stream
+  // of the group and the group is not `isolated`, in one round trip (speculate); else, or when
+  // that finds the cache stale, in two round trips when no append needs more: (1) BEGIN, the
+  // ordering lock, and what the appends need to know (Known); then each append is decided here,
+  // its inserts queued; (2) the inserts, the head's move and COMMIT. An append that needs the
+  // log as earlier appends of the group left it (the same stream or ids), a retry (its first id
+  // is stored), one with on_appending slots, and every append of an `isolated` group, runs step
+  // by step instead (apply), under a savepoint when the group has several appends, after the
+  // queued inserts are flushed.
+  Attempt attempt(std::span<Pending* const> group, std::int64_t now, bool isolated,
+                  bool reconnected) noexcept;
+
+  // Whether a failed attempt is tried again (see commit_group), and how.
+  Attempt next_attempt(const std::exception_ptr& error, std::size_t members, bool committing,
+                       bool isolated, bool reconnected) noexcept;
+
+  // Before another attempt: what the last one did to `p` is undone (its slots hear so).
+  static void restart(Pending& p) noexcept;
+
+  // The error of a group whose connection broke after its COMMIT was sent.
+  StorageError unknown_outcome() const;
+
+  // Stream versions that decided appends leave (streams are the appends' own strings).
+  using Versions = std::vector<std::pair<std::string_view, StreamVersion>>;
+
+  // Adds to `out` the stream versions that p's appends (decided, not yet committed) leave.
+  static void remember(const Pending& p, Versions& out);
+
+  // The group in one round trip, when the cache knows each of its streams and each append could
+  // be decided from it (no slots, no compensations, each stream once), as one implicit
+  // transaction: a guard that moves the head only if factum_store.commits is still the cached
+  // value and divides by zero otherwise (the UPDATE waits for the head row's lock, and re-reads
+  // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored
+  // id (a retry, a duplicate: the unique indexes refuse it) aborts the transaction: then nothing of
+  // the group is stored, the cache is dropped, and false sends the group the careful way. A broken
+  // connection throws (the outcome is unknown only if it broke after the statements were sent).
+  // `committing` is set once the pipeline's sync (its commit) is sent.
+  bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now, bool& committing);
+
+  // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head, and
+  // factum_store.commits in `commits`.
+  Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known, std::int64_t& commits);
+
+  // True when `p` can be decided from `known`: no slots, no stream or id appended earlier in the
+  // group (or a stream twice in `p`), and its first ids are not stored (a retry, or a
+  // duplicate to report as apply does).
+  static bool decidable(const Pending& p, const Known& known,
+                        const std::set<std::string, std::less<>>& touched,
+                        const std::set<EventId>& written);
+
+  // Decides `p` as apply would, from `known`, and adds its inserts to `out`. Throws what apply
+  // throws; then nothing of `p` is added.
+  void decide(Pending& p, const Known& known, Batch& out, Tail& tail, std::int64_t now);
+
+  // DuplicateEventError for `id`, appended to `stream`, stored in stream `where`.
+  [[noreturn]] static void duplicate(const EventId& id, std::string_view stream,
+                                     const std::string& where);
+  // StorageError (corrupt): the head row is missing or malformed.
+  [[noreturn]] void bad_head() const;
+  // The head in the first row of `r` (position, hash).
+  Tail head_row(const PgResult& r) const;
+
+  // Appends p's streams step by step from `tail` (moved past what it writes).
+  void apply(PgConn& c, Pending& p, Tail& tail, std::int64_t now);
+  // Runs p's on_appending slots on `events` (just written), under the server's default planner.
+  void run_hook(PgConn& c, Pending& p, std::vector<RecordedEvent>& events);
+  // One stream's append, statement by statement: its look-ups, a retry's check, its inserts.
+  AppendResult apply_one(PgConn& c, const AppendView& a, Tail& tail, std::int64_t now,
+                         std::vector<RecordedEvent>* committed);
+
+  // A batch whose first id is stored already is either a retry (all ids stored contiguously,
+  // in order, in this stream, with the same content: the first try's result) or a duplicate.
+  std::optional<AppendResult> find_retry(PgConn& c, const AppendView& a,
+                                         std::optional<std::int64_t> key);
+
+  // The stream the event `id` is stored in, if it is.
+  std::optional<std::string> stored_in(PgConn& c, const EventId& id);
+
+  // DuplicateEventError for `id`, naming the stream it is stored in.
+  [[noreturn]] void throw_duplicate(PgConn& c, const EventId& id, std::string_view stream);
+  // InvalidArgument unless e's `compensates` names an event of the stream of key `key`.
+  void check_compensates(PgConn& c, const EventData& e, std::int64_t key, std::string_view stream);
+
+  std::shared_ptr<const PgTarget> target_;
+  StoreOptions options_;
+  std::string channel_;
+  std::unique_ptr<PgConn> conn_;  // the leader's (one leader at a time)
+  ChainHasher hasher_;            // the leader's
+  Cache cache_;                   // the leader's
+  GroupCommit<Pending> group_commit_;
+};
+
+}  // namespace factum::detail::pg

@@ -1,0 +1,232 @@
+// Groups decided from one look-up of the log: in one round trip when the writer remembers
+// every stream of the group (speculate), else in two (begin_group, then the inserts).
+#include <cstring>
+#include <string>
+
+#include "postgres/rows.hpp"
+#include "postgres/writer.hpp"
+
+namespace factum::detail::pg {
+
+void PgWriter::remember(const Pending& p, Versions& out) {
+  for (std::size_t i = 0; i < p.appends.size() && i < p.results.size(); ++i) {
+    out.emplace_back(p.appends[i].stream, p.results[i].stream_version);
+  }
+}
+
+bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now,
+                         bool& committing) {
+  if (!cache_.valid) return false;
+  Known known;
+  for (const Pending* p : group) {
+    if (p->hook != nullptr) return false;
+    for (const AppendView& a : p->appends) {
+      const auto it = cache_.streams.find(a.stream);
+      if (it == cache_.streams.end() || !a.expected.matches(it->second) ||
+          !known.streams.emplace(it->first, it->second).second) {
+        return false;
+      }
+      for (const EventData& e : a.events) {
+        if (e.metadata.compensates) return false;
+      }
+    }
+  }
+  Versions decided;
+  Tail tail = cache_.tail;
+  Batch batch;
+  try {
+    for (Pending* p : group) {
+      decide(*p, known, batch, tail, now);
+      remember(*p, decided);
+    }
+  } catch (...) {
+    for (Pending* p : group) reset(*p);
+    return false;  // the careful way reports it
+  }
+  // No BEGIN and COMMIT: the statements before a pipeline's sync run in one implicit
+  // transaction, committed at the sync, rolled back whole when one of them fails.
+  Pipeline q(c);
+  Params guard;
+  guard.i64(cache_.commits)
+      .i64(static_cast<std::int64_t>(tail.position))
+      .bytes(tail.hash.data(), tail.hash.size())
+      .text(channel_);
+  q.send(
+      "WITH u AS (UPDATE factum_store SET position = $2, hash = $3, commits = commits + 1 "
+      "WHERE id = 1 AND commits = $1 RETURNING commits) "
+      "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
+      guard);
+  batch.send(q);
+  PgResult failed;
+  std::vector<PgResult> r;
+  committing = true;
+  try {
+    r = q.run("committing appends", &failed);
+  } catch (const StorageError&) {
+    if (c.ok()) throw;
+    throw unknown_outcome();
+  }
+  if (failed.get() != nullptr) {
+    const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
+    const std::string_view code = state != nullptr ? state : "";
+    c.rollback();
+    cache_.valid = false;
+    for (Pending* p : group) reset(*p);
+    if (code == "22012" || code == "23505") return false;  // stale cache, stored id
+    c.fail(failed.get(), "appending events");
+  }
+  std::int64_t commits = 0;
+  if (r.empty() || r[0].rows() != 1 || !r[0].int64(0, 2, commits)) {
+    cache_.valid = false;  // committed, but the head's answer is malformed
+    return true;
+  }
+  cache_.commits = commits;
+  cache_.tail = tail;
+  for (const auto& [stream, version] : decided) cache_.streams.find(stream)->second = version;
+  return true;
+}
+
+Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& known,
+                           std::int64_t& commits) {
+  std::string streams;
+  std::string ids;
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto add_id = [&](const EventId& id) {
+    if (!ids.empty()) ids.push_back(',');
+    for (std::uint8_t byte : id.bytes()) {
+      ids.push_back(kHex[byte >> 4]);
+      ids.push_back(kHex[byte & 0xf]);
+    }
+  };
+  for (const Pending* p : group) {
+    for (const AppendView& a : p->appends) {
+      if (!streams.empty()) streams.push_back('\n');  // stream ids hold no control characters
+      streams += a.stream;
+      for (const EventData& e : a.events) {
+        add_id(e.id);
+        if (e.metadata.compensates) add_id(*e.metadata.compensates);
+      }
+    }
+  }
+  Pipeline first(c);
+  first.send("BEGIN", Params());
+  first.send(pg::kLockHead, Params());
+  Params stream_params;
+  stream_params.own(std::move(streams));
+  first.send(pg::kStreamsNamed, stream_params);
+  Params id_params;
+  id_params.own(std::move(ids));
+  first.send(pg::kIdsStored, id_params);
+  const std::vector<PgResult> r = first.run("locking the log's head");
+  const Tail tail = head_row(r[1]);
+  if (!r[1].int64(0, 2, commits)) bad_head();
+  for (int i = 0; i < r[2].rows(); ++i) {
+    known.streams[std::string(r[2].text(i, 0))] =
+        static_cast<StreamVersion>(r[2].int64_or(i, 1, 0));
+  }
+  for (int i = 0; i < r[3].rows(); ++i) {
+    std::optional<EventId> id;
+    if (r[3].null(i, 1)) continue;  // not stored
+    if (read_id(r[3], i, 0, id) && id) known.ids[*id] = {std::string(r[3].text(i, 1))};
+  }
+  return tail;
+}
+
+bool PgWriter::decidable(const Pending& p, const Known& known,
+                         const std::set<std::string, std::less<>>& touched,
+                         const std::set<EventId>& written) {
+  if (p.hook != nullptr) return false;
+  std::set<std::string_view> mine;
+  for (const AppendView& a : p.appends) {
+    if (touched.count(a.stream) != 0 || !mine.insert(a.stream).second) return false;
+    if (known.ids.count(a.events.front().id) != 0) return false;
+    for (const EventData& e : a.events) {
+      if (written.count(e.id) != 0) return false;
+    }
+  }
+  return true;
+}
+
+void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, std::int64_t now) {
+  // Every check first, so that nothing of `p` is added to `out` when one fails.
+  for (const AppendView& a : p.appends) {
+    const auto stream = known.streams.find(a.stream);
+    const StreamVersion current = stream != known.streams.end() ? stream->second : 0;
+    if (!a.expected.matches(current)) {
+      for (const EventData& e : a.events.subspan(1)) {
+        const auto stored = known.ids.find(e.id);
+        if (stored != known.ids.end()) duplicate(e.id, a.stream, stored->second.stream);
+      }
+      throw ConcurrencyError(std::string(a.stream), a.expected.to_string(), current);
+    }
+    for (std::size_t i = 0; i < a.events.size(); ++i) {
+      const EventData& e = a.events[i];
+      if (const auto stored = known.ids.find(e.id); stored != known.ids.end()) {
+        duplicate(e.id, a.stream, stored->second.stream);
+      }
+      if (e.metadata.compensates) {
+        const auto target = known.ids.find(*e.metadata.compensates);
+        const bool earlier_here =
+            std::any_of(a.events.begin(), a.events.begin() + static_cast<std::ptrdiff_t>(i),
+                        [&](const EventData& x) { return x.id == *e.metadata.compensates; });
+        if (!earlier_here && (target == known.ids.end() || target->second.stream != a.stream)) {
+          throw InvalidArgument("factum: event " + e.id.to_string() + " of stream '" +
+                                std::string(a.stream) + "' compensates " +
+                                e.metadata.compensates->to_string() +
+                                ", which is not an event of that stream");
+        }
+      }
+    }
+  }
+  std::vector<AppendResult> results;
+  results.reserve(p.appends.size());
+  std::vector<RecordedEvent>* committed = p.sink->events;
+  Tail t = tail;
+  for (const AppendView& a : p.appends) {
+    const auto stream = known.streams.find(a.stream);
+    StreamVersion version = stream != known.streams.end() ? stream->second : 0;
+    if (stream == known.streams.end()) out.add_stream(a.stream);
+    AppendResult result;
+    result.first_position = t.position + 1;
+    for (const EventData& e : a.events) {
+      const EventFields f = event_fields(a.stream, e, t.position + 1, ++version, now);
+      const Hash hash = hasher_(t.hash, f);
+      Params& row = out.add_row();
+      row.text(a.stream)
+          .i64(static_cast<std::int64_t>(f.position))
+          .i64(static_cast<std::int64_t>(f.stream_version));
+      add_columns(row, e, now, hash);
+      if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
+      t = {f.position, hash};
+    }
+    result.stream_version = version;
+    result.last_position = t.position;
+    results.push_back(result);
+  }
+  p.results = std::move(results);
+  if (t.position > tail.position) {
+    p.sink->first_written = tail.position + 1;
+    p.sink->last_written = t.position;
+  }
+  tail = t;
+}
+
+[[noreturn]] void PgWriter::duplicate(const EventId& id, std::string_view stream,
+                                      const std::string& where) {
+  throw DuplicateEventError(id.to_string(), std::string(stream),
+                            "is stored already in stream '" + where + "'");
+}
+
+[[noreturn]] void PgWriter::bad_head() const {
+  throw StorageError(StorageError::Kind::corrupt,
+                     "factum: the store of '" + target_->shown +
+                         "' is damaged: its factum_store row is missing or malformed");
+}
+
+Tail PgWriter::head_row(const PgResult& r) const {
+  std::int64_t position = 0;
+  if (r.rows() != 1 || !r.int64(0, 0, position) || position < 0) bad_head();
+  return {static_cast<Position>(position), hash_of(r.bytes(0, 1), static_cast<Position>(position))};
+}
+
+}  // namespace factum::detail::pg
