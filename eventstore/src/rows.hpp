@@ -7,7 +7,7 @@
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/event_view.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
 
 namespace factum::detail {
 

@@ -6,7 +6,7 @@
 
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
-#include "reader.hpp"
+#include "sqlite/reader.hpp"
 
 namespace factum::detail {
 

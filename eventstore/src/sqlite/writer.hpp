@@ -19,9 +19,9 @@
 #include "factum/eventstore/event_store.hpp"
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
-#include "schema.hpp"
-#include "sql_handle.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
+#include "sqlite/schema.hpp"
+#include "sqlite/sql_handle.hpp"
 #include "storage.hpp"
 
 namespace factum::detail {

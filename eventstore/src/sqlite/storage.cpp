@@ -6,12 +6,12 @@
 
 #include "factum/eventstore/location.hpp"
 #include "postgres_target.hpp"
-#include "reader.hpp"
 #include "rows.hpp"
-#include "schema.hpp"
+#include "sqlite/reader.hpp"
+#include "sqlite/schema.hpp"
+#include "sqlite/writer.hpp"
 #include "storage.hpp"
 #include "verify.hpp"
-#include "writer.hpp"
 
 namespace factum::detail {
 namespace {

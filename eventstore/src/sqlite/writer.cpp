@@ -1,4 +1,4 @@
-#include "writer.hpp"
+#include "sqlite/writer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "rows.hpp"
-#include "schema.hpp"
+#include "sqlite/schema.hpp"
 #include "walk_check.hpp"
 
 namespace factum::detail {
