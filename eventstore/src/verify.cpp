@@ -3,7 +3,7 @@
 #include <string>
 
 #include "hash_chain.hpp"
-#include "rows.hpp"
+#include "sqlite/rows.hpp"
 
 namespace factum::detail {
 namespace {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "rows.hpp"
+#include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
 
 namespace factum::detail {

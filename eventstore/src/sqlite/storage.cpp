@@ -6,8 +6,8 @@
 
 #include "factum/eventstore/location.hpp"
 #include "postgres_target.hpp"
-#include "rows.hpp"
 #include "sqlite/reader.hpp"
+#include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
 #include "sqlite/writer.hpp"
 #include "storage.hpp"

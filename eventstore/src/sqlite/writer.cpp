@@ -6,7 +6,7 @@
 #include <iterator>
 #include <string>
 
-#include "rows.hpp"
+#include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
 #include "walk_check.hpp"
 
