@@ -4,14 +4,15 @@
 #include <mutex>
 #include <system_error>
 
+#include "chain_walk.hpp"
 #include "factum/eventstore/location.hpp"
 #include "postgres_target.hpp"
 #include "sqlite/reader.hpp"
 #include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
+#include "sqlite/verify.hpp"
 #include "sqlite/writer.hpp"
 #include "storage.hpp"
-#include "verify.hpp"
 
 namespace factum::detail {
 namespace {
