@@ -1,12 +1,11 @@
-// The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
+// The SQLite backend's Storage: one Writer (group commit) and a pool of read connections on one
+// file.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <system_error>
 
 #include "chain_walk.hpp"
-#include "factum/eventstore/location.hpp"
-#include "postgres_target.hpp"
 #include "sqlite/notifications.hpp"
 #include "sqlite/reader.hpp"
 #include "sqlite/rows.hpp"
@@ -239,24 +238,5 @@ std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
                                              const StoreOptions& options) {
   return std::make_shared<SqliteStorage>(path, options);
 }
-
-std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
-                                      const StoreOptions& options) {
-  if (is_server_location(location.native())) {
-    return open_postgres_storage(std::make_shared<const PgTarget>(pg_target(location.native())),
-                                 options);
-  }
-  return open_sqlite_storage(location, options);
-}
-
-#ifndef FACTUM_HAVE_POSTGRES
-std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
-                                               const StoreOptions&) {
-  throw StorageError(StorageError::Kind::other,
-                     "factum: cannot open '" + target->shown +
-                         "': this build of factum has no PostgreSQL backend (install libpq-dev "
-                         "and configure again)");
-}
-#endif
 
 }  // namespace factum::detail
