@@ -12,7 +12,7 @@
 namespace factum::detail {
 
 // A watcher of the store file at `path` (Storage::watch), opened read-only (`immutable`: as a
-// file nothing changes, see check_read_only in storage.cpp). A file not made yet is watched
+// file nothing changes, see check_read_only in sqlite/storage.cpp). A file not made yet is watched
 // from when it appears. Throws StorageError when the file is there but cannot be opened.
 std::unique_ptr<LogWatcher> watch_data_version(std::filesystem::path path,
                                                const StoreOptions& options, bool immutable);
