@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """What the format-2 insert guards cost: python3 bench/insert_guards_bench.py [--events N] [--reps R]
 
-Creates factum's schema (read from eventstore/src/schema.cpp) in fresh WAL files, with and without
-the insert guards (kInsertGuards), and inserts N event rows over 100 streams in one statement with
-the sqlite3 shell (synchronous=NORMAL). Prints the CPU time per inserted row of each side (the
-child's user+system time, best of R runs, sides alternating) and their ratio: CPU, not wall time,
-because these machines are shared. Needs the sqlite3 program (Debian package sqlite3).
+Creates factum's schema (read from eventstore/src/sqlite/schema.cpp) in fresh WAL files, with and
+without the insert guards (kInsertGuards), and inserts N event rows over 100 streams in one
+statement with the sqlite3 shell (synchronous=NORMAL). Prints the CPU time per inserted row of
+each side (the child's user+system time, best of R runs, sides alternating) and their ratio: CPU,
+not wall time, because these machines are shared. Needs the sqlite3 program (Debian package
+sqlite3).
 """
 import argparse
 import os
@@ -18,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def schema_parts():
-    src = open(os.path.join(ROOT, "eventstore", "src", "schema.cpp")).read()
+    src = open(os.path.join(ROOT, "eventstore", "src", "sqlite", "schema.cpp")).read()
     schema = re.search(r'kSchema = R"sql\((.*?)\)sql"', src, re.S).group(1)
     guards = re.search(r'kInsertGuards = R"sql\((.*?)\)sql"', src, re.S).group(1)
     return schema, guards

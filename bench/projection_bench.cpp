@@ -290,7 +290,7 @@ void check_model(const fs::path& file, const std::string& table, const Expected&
 // ---------------------------------------------------------------------------------------------
 // The raw ceiling
 
-// The columns factum reads for an event (eventstore/src/schema.hpp, without the previous
+// The columns factum reads for an event (eventstore/src/sqlite/schema.hpp, without the previous
 // event's hash, which only factum's chain needs), the stream id joined from streams.
 constexpr const char* kRawRead =
     "SELECT e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "

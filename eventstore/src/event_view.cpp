@@ -1,8 +1,8 @@
 #include "factum/eventstore/event_view.hpp"
 
+#include "event_rows.hpp"
 #include "factum/eventstore/errors.hpp"
 #include "hash_chain.hpp"
-#include "rows.hpp"
 
 namespace factum {
 

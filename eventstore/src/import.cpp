@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "event_rows.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
-#include "rows.hpp"
 #include "validation.hpp"
 
 namespace factum {

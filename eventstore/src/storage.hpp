@@ -1,6 +1,6 @@
-// The one narrow interface between EventStore and a storage backend. SQLite is the backend
-// today (sqlite_storage.cpp); a second one (PostgreSQL, for services that outgrow one
-// machine) implements this interface and nothing above it changes.
+// The one narrow interface between EventStore and a storage backend: SQLite (src/sqlite/) and
+// PostgreSQL, for services that outgrow one machine, implement it and nothing above it
+// changes.
 //
 // Thread-safety: every member may be called from any thread concurrently.
 #pragma once

@@ -1,48 +1,6 @@
-// Walking the hash chain.
+// Kept only for postgres_storage.cpp until the PostgreSQL backend moves to src/postgres/: it
+// includes "verify.hpp" for what is now chain_walk.hpp (ChainWalk). Delete this file once no
+// source includes it; SQLite's walk is src/sqlite/verify.hpp.
 #pragma once
 
-#include <functional>
-#include <string_view>
-
-#include "factum/eventstore/event_store.hpp"
-#include "hash_chain.hpp"
-#include "reader.hpp"
-
-namespace factum::detail {
-
-// The checks of a chain walk, shared by the backends: each feeds it the log's rows in position
-// order, then the totals. Not thread-safe.
-class ChainWalk {
- public:
-  explicit ChainWalk(const Hash* expected_head);
-
-  // Checks one row: `problem` is what decoding it found wrong (nullptr: `event` is well formed),
-  // `at` its stored position, `category` its stream's recorded category. Returns false (with
-  // result() filled) at the first break.
-  bool check(const char* problem, const EventView& event, Position at, std::string_view category);
-  // Reports an event row below position 1 (`lowest`), which no walk from 1 reaches.
-  VerifyResult unchained(std::int64_t lowest) const;
-  // After the last row. `sequence`: the highest position the store has handed out;
-  // `rows`: how many rows the events table holds.
-  VerifyResult finish(Position sequence, std::int64_t rows);
-  // Reports a stream row (`stream`) that no event refers to.
-  VerifyResult empty_stream(std::string_view stream) const;
-
-  Position next() const noexcept { return next_; }
-  const VerifyResult& result() const noexcept { return result_; }
-
- private:
-  const Hash* expected_;
-  bool seen_head_;
-  Hash previous_{};
-  Position next_ = 1;
-  VerifyResult result_;
-  ChainHasher hasher_;
-};
-
-// Recomputes every event's hash in position order; see EventStore::verify. Calls
-// `on_progress` (when set) with the events checked so far after each page.
-VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head,
-                          const std::function<void(Position)>& on_progress);
-
-}  // namespace factum::detail
+#include "chain_walk.hpp"

@@ -1,8 +1,8 @@
 // The SQLite writer remembers each stream's key and version and the log's head between its
-// commits (writer.hpp, Writer::Remembered). These cases change the log behind what it remembers
-// (another store object, another process, write_sql on its own connection, failed appends) and
-// check that the next append works from the log as it is: no false ConcurrencyError, no refused
-// insert, no position or version written twice.
+// commits (sqlite/writer.hpp, Writer::Remembered). These cases change the log behind what it
+// remembers (another store object, another process, write_sql on its own connection, failed
+// appends) and check that the next append works from the log as it is: no false ConcurrencyError,
+// no refused insert, no position or version written twice.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>

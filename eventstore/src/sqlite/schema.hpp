@@ -7,7 +7,7 @@
 #include <string>
 
 #include "factum/eventstore/store_options.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
 
 namespace factum::detail {
 

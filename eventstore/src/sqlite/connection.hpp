@@ -1,4 +1,5 @@
-// RAII over SQLite handles (the only place outside src/*.cpp that names sqlite3).
+// The SQLite backend's connection: RAII over SQLite handles (the library's one header that
+// includes <sqlite3.h>).
 // Database owns a connection, Statement a prepared statement, Transaction a write or read
 // transaction that rolls back unless committed. Every failure becomes a StorageError naming
 // the file and what was being done.

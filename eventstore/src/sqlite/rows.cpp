@@ -1,4 +1,4 @@
-#include "rows.hpp"
+#include "sqlite/rows.hpp"
 
 #include <algorithm>
 #include <array>
@@ -145,28 +145,6 @@ std::string decode_row(const Statement& s, RecordedEvent& out) {
   return {};
 }
 
-void assign(RecordedEvent& out, const EventView& v) {
-  out.position = v.position;
-  out.stream_id.assign(v.stream_id);
-  out.stream_version = v.stream_version;
-  out.id = v.id;
-  out.type.assign(v.type);
-  out.schema_version = v.schema_version;
-  out.payload.assign(v.payload.begin(), v.payload.end());
-  Metadata& m = out.metadata;
-  m.correlation_id = v.correlation_id;
-  m.causation_id = v.causation_id;
-  m.compensates = v.compensates;
-  m.actor.assign(v.actor);
-  m.values.clear();
-  if (!v.encoded_values.empty() && !decode_values(v.encoded_values, m.values)) {
-    throw CorruptEventError(v.position, "its metadata key/values are malformed");
-  }
-  out.recorded_at = v.recorded_at;
-  out.hash = v.hash;
-  out.previous_hash = v.previous_hash;
-}
-
 void throw_corrupt(const Statement& s, const char* problem) {
   const std::int64_t position = s.column_int(kPosition);
   if (position < 1) {  // a row outside the chain: named by its stored value, reported as 0
@@ -183,14 +161,6 @@ void read_row(const Statement& s, RecordedEvent& out) {
 
 void read_view(const Statement& s, EventView& out) {
   if (const char* problem = decode_view(s, out)) throw_corrupt(s, problem);
-}
-
-Head head_of(Position position, std::span<const std::byte> hash) {
-  Head h;
-  h.position = position;
-  if (hash.size() != h.hash.size()) throw CorruptEventError(position, "its hash is not 32 bytes");
-  std::memcpy(h.hash.data(), hash.data(), h.hash.size());
-  return h;
 }
 
 Head read_head(Statement& s) {

@@ -1,4 +1,4 @@
-#include "schema.hpp"
+#include "sqlite/schema.hpp"
 
 #include <algorithm>
 #include <chrono>

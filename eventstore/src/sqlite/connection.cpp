@@ -1,4 +1,4 @@
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
 
 #include <cctype>
 #include <string>

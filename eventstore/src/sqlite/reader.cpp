@@ -1,11 +1,11 @@
-#include "reader.hpp"
+#include "sqlite/reader.hpp"
 
 #include <cstring>
 #include <limits>
 #include <string>
 
-#include "rows.hpp"
-#include "schema.hpp"
+#include "sqlite/rows.hpp"
+#include "sqlite/schema.hpp"
 
 namespace factum::detail {
 namespace {

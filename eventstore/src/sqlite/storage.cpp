@@ -1,17 +1,18 @@
-// The SQLite backend: one Writer (group commit) and a pool of read connections on one file.
+// The SQLite backend's Storage: one Writer (group commit) and a pool of read connections on one
+// file.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <system_error>
 
-#include "factum/eventstore/location.hpp"
-#include "postgres_target.hpp"
-#include "reader.hpp"
-#include "rows.hpp"
-#include "schema.hpp"
+#include "chain_walk.hpp"
+#include "sqlite/notifications.hpp"
+#include "sqlite/reader.hpp"
+#include "sqlite/rows.hpp"
+#include "sqlite/schema.hpp"
+#include "sqlite/verify.hpp"
+#include "sqlite/writer.hpp"
 #include "storage.hpp"
-#include "verify.hpp"
-#include "writer.hpp"
 
 namespace factum::detail {
 namespace {
@@ -22,49 +23,6 @@ bool file_exists(const fs::path& path) {
   std::error_code ec;
   return fs::exists(path, ec);
 }
-
-// PRAGMA data_version changes on a connection when any other connection commits to the file.
-// A store whose file is not made yet is watched from when it appears (that counts as a change).
-class DataVersionWatcher final : public LogWatcher {
- public:
-  DataVersionWatcher(fs::path path, const StoreOptions& options, bool immutable)
-      : path_(std::move(path)),
-        busy_timeout_ms_(static_cast<int>(options.busy_timeout.count())),
-        immutable_(immutable) {
-    open_if_there();
-  }
-
-  bool changed() override {
-    const bool appeared = !db_ && open_if_there();
-    if (!db_) {
-      called_ = true;
-      return false;
-    }
-    StatementScope scope(*pragma_);
-    if (!pragma_->step("reading PRAGMA data_version")) return false;
-    const std::int64_t now = pragma_->column_int(0);
-    const bool changed = (last_ && *last_ != now) || (appeared && called_);
-    last_ = now;
-    called_ = true;
-    return changed;
-  }
-
- private:
-  bool open_if_there() {
-    if (!file_exists(path_)) return false;
-    db_ = std::make_unique<Database>(path_, SQLITE_OPEN_READONLY, busy_timeout_ms_, immutable_);
-    pragma_ = std::make_unique<Statement>(*db_, "PRAGMA data_version");
-    return true;
-  }
-
-  fs::path path_;
-  int busy_timeout_ms_;
-  bool immutable_;
-  std::unique_ptr<Database> db_;
-  std::unique_ptr<Statement> pragma_;
-  std::optional<std::int64_t> last_;
-  bool called_ = false;
-};
 
 bool holds_bytes(const fs::path& path) {
   std::error_code ec;
@@ -225,7 +183,7 @@ class SqliteStorage final : public Storage {
   }
 
   std::unique_ptr<LogWatcher> watch() override {
-    return std::make_unique<DataVersionWatcher>(file_, options_, immutable_);
+    return watch_data_version(file_, options_, immutable_);
   }
 
  private:
@@ -280,24 +238,5 @@ std::shared_ptr<Storage> open_sqlite_storage(const std::filesystem::path& path,
                                              const StoreOptions& options) {
   return std::make_shared<SqliteStorage>(path, options);
 }
-
-std::shared_ptr<Storage> open_storage(const std::filesystem::path& location,
-                                      const StoreOptions& options) {
-  if (is_server_location(location.native())) {
-    return open_postgres_storage(std::make_shared<const PgTarget>(pg_target(location.native())),
-                                 options);
-  }
-  return open_sqlite_storage(location, options);
-}
-
-#ifndef FACTUM_HAVE_POSTGRES
-std::shared_ptr<Storage> open_postgres_storage(std::shared_ptr<const PgTarget> target,
-                                               const StoreOptions&) {
-  throw StorageError(StorageError::Kind::other,
-                     "factum: cannot open '" + target->shown +
-                         "': this build of factum has no PostgreSQL backend (install libpq-dev "
-                         "and configure again)");
-}
-#endif
 
 }  // namespace factum::detail

@@ -1,5 +1,7 @@
 // The one writer of a process: owns the write connection and commits concurrent appends
 // together (group commit, group_commit.hpp): one transaction and one fsync per group.
+// writer.cpp holds the transactions and the group's turn, writer_append.cpp what one append
+// does inside it (look-ups of streams, versions, ids and retries; the inserts).
 //
 // Thread-safety: write() may be called from any thread.
 #pragma once
@@ -19,9 +21,9 @@
 #include "factum/eventstore/event_store.hpp"
 #include "group_commit.hpp"
 #include "hash_chain.hpp"
-#include "schema.hpp"
-#include "sql_handle.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
+#include "sqlite/schema.hpp"
+#include "sqlite/sql_handle.hpp"
 #include "storage.hpp"
 
 namespace factum::detail {

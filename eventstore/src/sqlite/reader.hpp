@@ -10,8 +10,8 @@
 
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/store_options.hpp"
-#include "sql_handle.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
+#include "sqlite/sql_handle.hpp"
 #include "storage.hpp"
 
 namespace factum::detail {

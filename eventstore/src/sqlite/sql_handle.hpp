@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "factum/eventstore/sql.hpp"
-#include "sqlite.hpp"
+#include "sqlite/connection.hpp"
 
 namespace factum::detail {
 

@@ -1,4 +1,4 @@
-#include "sql_handle.hpp"
+#include "sqlite/sql_handle.hpp"
 
 #include <type_traits>
 

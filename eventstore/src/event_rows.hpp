@@ -1,0 +1,27 @@
+// What every backend's decoding of an event row shares (src/sqlite/rows.hpp and PostgreSQL's
+// rows): copying a checked view into a RecordedEvent, and the head of the log from its stored
+// position and hash.
+#pragma once
+
+#include <span>
+
+#include "factum/eventstore/event.hpp"
+#include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/event_view.hpp"
+
+namespace factum::detail {
+
+// Copies a view into `out`, reusing its strings' and vectors' capacity. Throws
+// CorruptEventError when its metadata key/values are malformed (never for a checked view).
+void assign(RecordedEvent& out, const EventView& v);
+
+// The newest event's position and hash: the one query every connection uses for it.
+inline constexpr const char* kHeadSql =
+    "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";
+
+// The head from a row of kHeadSql (a {0, zeros} head for an empty log): the one place that
+// checks a head hash. Throws CorruptEventError naming the position when the hash is not 32
+// bytes.
+Head head_of(Position position, std::span<const std::byte> hash);
+
+}  // namespace factum::detail
