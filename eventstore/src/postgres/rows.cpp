@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "../rows.hpp"  // assign(), shared with SQLite
+#include "event_rows.hpp"  // assign(), shared with SQLite
 #include "hash_chain.hpp"
 
 namespace factum::detail::pg {

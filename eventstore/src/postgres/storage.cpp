@@ -6,7 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../rows.hpp"  // head_of(), shared with SQLite
+#include "chain_walk.hpp"
+#include "event_rows.hpp"  // head_of(), shared with SQLite
 #include "postgres/notifications.hpp"
 #include "postgres/pool.hpp"
 #include "postgres/reader.hpp"
@@ -15,7 +16,6 @@
 #include "postgres/writer.hpp"
 #include "storage.hpp"
 #include "validation.hpp"
-#include "verify.hpp"
 
 namespace factum::detail {
 namespace pg {
