@@ -244,7 +244,7 @@ std::string format_time(Timestamp t) {
   us %= 3'600'000'000;
   const auto m = us / 60'000'000;
   us %= 60'000'000;
-  char buf[48];
+  char buf[96];  // room for any long long in each field: GCC checks so at -O0
   std::snprintf(buf, sizeof buf, "T%02lld:%02lld:%02lld.%06lldZ", static_cast<long long>(h),
                 static_cast<long long>(m), static_cast<long long>(us / 1'000'000),
                 static_cast<long long>(us % 1'000'000));
