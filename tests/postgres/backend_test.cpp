@@ -691,6 +691,28 @@ TEST_CASE("postgres: a server that accepts the connection and never answers fail
   CHECK(message.find("[io]") != std::string::npos);
 }
 
+TEST_CASE("postgres: a read just after the server ends the idle connections retries on a new one") {
+  // pg_terminate_backend returns before the sessions end: the pooled connections still look
+  // alive when the reads below take them. A read that fails on one is run again on a new
+  // connection, never on another pooled one, which is as dead.
+  const std::string name = "ending_" + std::to_string(::getpid());
+  EventStore store = EventStore::open(factum::test::pg_with_application_name(pg_test_uri(), name),
+                                      TempStore::fast_options());
+  store.append("acct-1", ExpectedVersion::no_stream(), make_events(3));
+  Raw raw(factum::test::pg_server_uri());
+  for (int round = 0; round < 10; ++round) {
+    CAPTURE(round);
+    fill_pool(store, 4);
+    raw.text(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+        "application_name = '" +
+        name + "'");
+    CHECK(store.stream_version("acct-1") == 3);
+    CHECK(store.read_stream("acct-1").to_vector().size() == 3);
+  }
+  CHECK(store.append("acct-1", ExpectedVersion::exact(3), make_events(1)) == AppendResult{4, 4, 4});
+}
+
 TEST_CASE("postgres: reads and appends after the server ended the store's idle connections work") {
   // The server ends every session of the store (pg_terminate_backend, as an administrator or a
   // restart does) while they sit idle in its pool: the next calls use new connections.

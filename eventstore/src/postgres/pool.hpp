@@ -50,6 +50,20 @@ class PgPool {
     return Lease(*this, std::make_unique<PgConn>(target_, options_));
   }
 
+  // A new connection, never an idle one, after closing every idle connection: for the retry of a
+  // read whose pooled connection turned out broken. What ended that one (a restart,
+  // pg_terminate_backend) most likely ended the others too, and their end may not have reached
+  // this process yet, so alive() cannot tell. Throws StorageError (kind io) when none can be made.
+  Lease acquire_new() {
+    std::vector<std::unique_ptr<PgConn>> stale;
+    {
+      std::lock_guard lock(mu_);
+      stale.swap(idle_);
+    }
+    stale.clear();  // closed outside the lock
+    return Lease(*this, std::make_unique<PgConn>(target_, options_));
+  }
+
  private:
   void release(std::unique_ptr<PgConn> conn) noexcept {
     if (!conn) return;

@@ -183,12 +183,13 @@ class PostgresStorage final : public Storage {
  private:
   // Runs `fn` on a pooled connection and returns what it returns. When the connection turns out
   // broken (the server ended it: a restart, pg_terminate_backend), runs it once more on a new
-  // one, as a read changes nothing; unless `*started` says that `fn` has handed rows to its
-  // caller already. `fn` must leave nothing behind when it throws.
+  // one (PgPool::acquire_new: not another pooled one, which may be as dead), as a read changes
+  // nothing; unless `*started` says that `fn` has handed rows to its caller already. `fn` must
+  // leave nothing behind when it throws.
   template <class Fn>
   std::invoke_result_t<const Fn&, PgConn&> read(const Fn& fn, const bool* started = nullptr) {
     for (int attempt = 0;; ++attempt) {
-      auto c = readers_.acquire();
+      auto c = attempt == 0 ? readers_.acquire() : readers_.acquire_new();
       try {
         return fn(*c);
       } catch (const StorageError&) {
@@ -204,7 +205,7 @@ class PostgresStorage final : public Storage {
     const std::string begin = std::string("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") +
                               (settings != nullptr ? std::string("; ") + settings : "");
     for (int attempt = 0;; ++attempt) {
-      auto c = readers_.acquire();
+      auto c = attempt == 0 ? readers_.acquire() : readers_.acquire_new();
       try {
         c->exec(begin, doing);
         return c;
