@@ -15,10 +15,20 @@ jobs=${JOBS:-$(nproc)}
 
 bash "$root/scripts/install-deps.sh"
 
+# RelWithDebInfo with line tables only (-g1): file:line in backtraces and debuggers, without the
+# full debug information that made every compile 40% slower and every test executable's link
+# heavier (docs/performance.md, "The test command"). CMAKE_ARGS can set other flags.
+build_type=${BUILD_TYPE:-RelWithDebInfo}
+flags=()
+if [[ "$build_type" == RelWithDebInfo ]]; then
+  flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+fi
+
 # shellcheck disable=SC2086  # CMAKE_ARGS and CTEST_ARGS are word lists on purpose
 cmake -S "$root" -B "$build_dir" -G Ninja \
-  -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+  -DCMAKE_BUILD_TYPE="$build_type" \
   -DFACTUM_WARNINGS_AS_ERRORS=ON \
+  "${flags[@]}" \
   ${CMAKE_ARGS:-}
 cmake --build "$build_dir" --parallel "$jobs"
 # shellcheck disable=SC2086
