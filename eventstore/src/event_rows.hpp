@@ -11,6 +11,27 @@
 
 namespace factum::detail {
 
+// The columns of an event row in the order both backends select them (sqlite/schema.hpp's
+// kEventColumns, the event queries of postgres/statements.cpp), then the previous event's hash
+// where a query joins it.
+enum EventColumn {
+  kPosition,
+  kStreamId,
+  kStreamVersion,
+  kEventId,
+  kType,
+  kSchemaVersion,
+  kPayload,
+  kCorrelation,
+  kCausation,
+  kCompensates,
+  kActor,
+  kExtra,
+  kRecordedAt,
+  kHash,
+  kPreviousHash
+};
+
 // Copies a view into `out`, reusing its strings' and vectors' capacity. Throws
 // CorruptEventError when its metadata key/values are malformed (never for a checked view).
 void assign(RecordedEvent& out, const EventView& v);

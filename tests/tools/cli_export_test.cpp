@@ -11,30 +11,6 @@
 namespace factum::test {
 namespace {
 
-std::vector<RecordedEvent> all_events(const std::filesystem::path& file) {
-  StoreOptions options;
-  options.read_only = true;
-  return EventStore::open(file, options).read_all().to_vector();
-}
-
-// The files of `dir` whose name starts with `prefix`.
-std::vector<std::string> files_starting(const std::filesystem::path& dir,
-                                        const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) out.push_back(name);
-  }
-  return out;
-}
-
-// The export's lines as text, one per line.
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += line + "\n";
-  return text;
-}
-
 TEST_CASE("export writes one JSON object per event in position order, with a summary on stderr") {
   SampleStore s;
   const CliResult r = run_cli({"export", s.file(), "--format", "jsonl"});

@@ -87,6 +87,31 @@ inline void write_file(const std::filesystem::path& file, const std::string& tex
   std::ofstream(file, std::ios::binary) << text;
 }
 
+// Every event of the store at `file`, opened read-only.
+inline std::vector<RecordedEvent> all_events(const std::filesystem::path& file) {
+  StoreOptions options;
+  options.read_only = true;
+  return EventStore::open(file, options).read_all().to_vector();
+}
+
+// The names of the files of `dir` that start with `prefix`.
+inline std::vector<std::string> files_starting(const std::filesystem::path& dir,
+                                               const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+// Lines as text, each ended by a newline.
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
 // One line on stderr, starting "factum: ".
 inline bool one_line_error(const CliResult& r) {
   return r.err.rfind("factum: ", 0) == 0 && lines_of(r.err).size() == 1;

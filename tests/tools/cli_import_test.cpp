@@ -19,28 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The files of `dir` whose name starts with `prefix`.
-std::vector<std::string> files_starting(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) out.push_back(name);
-  }
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += line + "\n";
-  return text;
-}
-
-std::vector<RecordedEvent> all_events(const fs::path& file) {
-  StoreOptions options;
-  options.read_only = true;
-  return EventStore::open(file, options).read_all().to_vector();
-}
-
 // The sample store and its export in sample.jsonl.
 struct Exported : SampleStore {
   fs::path export_file = dir.file("sample.jsonl");

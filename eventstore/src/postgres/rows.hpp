@@ -8,29 +8,11 @@
 #include <span>
 #include <vector>
 
+#include "event_rows.hpp"
 #include "factum/eventstore/event_view.hpp"
 #include "postgres/connection.hpp"
 
 namespace factum::detail::pg {
-
-// The columns of an event row, then the previous event's hash.
-enum Col {
-  kPosition,
-  kStreamId,
-  kStreamVersion,
-  kEventId,
-  kType,
-  kSchemaVersion,
-  kPayload,
-  kCorrelation,
-  kCausation,
-  kCompensates,
-  kActor,
-  kExtra,
-  kRecordedAt,
-  kHash,
-  kPreviousHash
-};
 
 // Reads column `col` of `row` as an optional event id (NULL: none); false when it is not 16 bytes.
 bool read_id(const PgResult& r, int row, int col, std::optional<EventId>& out);

@@ -1,5 +1,7 @@
 #include "postgres/statements.hpp"
 
+#include "event_rows.hpp"
+
 namespace factum::detail::pg {
 namespace {
 
@@ -55,7 +57,7 @@ const std::string kHashAt = "SELECT hash FROM events WHERE position = $1";
 const std::string kVersionOfStream = std::string("SELECT e.stream_version FROM events e WHERE ") +
                                      "e.stream_key = " + kKeyOfStream +
                                      " ORDER BY e.stream_version DESC LIMIT 1";
-const std::string kHead = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";
+const std::string kHead = kHeadSql;
 const std::string kPageVerify = "SELECT " + columns(kStreamIdOfRow) + ", NULL::bytea, " +
                                 kCategoryOfRow +
                                 " FROM events e WHERE e.position >= $1 ORDER BY e.position "

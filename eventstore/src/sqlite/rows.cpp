@@ -9,24 +9,6 @@
 namespace factum::detail {
 namespace {
 
-enum Col {
-  kPosition,
-  kStreamId,
-  kStreamVersion,
-  kEventId,
-  kType,
-  kSchemaVersion,
-  kPayload,
-  kCorrelation,
-  kCausation,
-  kCompensates,
-  kActor,
-  kExtra,
-  kRecordedAt,
-  kHash,
-  kPreviousHash
-};
-
 // Each column's type and value are read once, through its ColumnValue: every
 // sqlite3_column_* call goes through SQLite's API checks, and a row is read for every event a
 // caller reads.
