@@ -532,11 +532,18 @@ ProjectionStatus ProjectionRunner::status(Position head) const {
   s.name = name_;
   s.mode = options_.mode;
   s.head = head;
-  s.checkpoint = checkpoint();
+  // The checkpoint and the count of skipped events from one read of the file: the count of the
+  // events the checkpoint has passed. Memory takes a batch's count only after its commit, which
+  // the file (and so wait_for) shows first.
+  store_.read_sql([&](Sql& sql) {
+    s.checkpoint = CheckpointStore::load(sql, name_);
+    if (const std::optional<ProjectionRow> stored = load_row(sql, name_)) {
+      s.skipped = stored->skipped;
+    }
+    if (rebuilding)
+      s.rebuild_checkpoint = CheckpointStore::load(sql, rebuild_checkpoint_name(name_));
+  });
   s.lag = head - std::min(head, s.checkpoint);
-  if (rebuilding) {
-    s.rebuild_checkpoint = read_checkpoint(store_, rebuild_checkpoint_name(name_));
-  }
   return s;
 }
 

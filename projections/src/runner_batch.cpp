@@ -46,6 +46,7 @@ bool ProjectionRunner::store_batch(bool rebuild) {
   if (idle_at_head(b)) return true;
   after_batch_read(name_);
   write_batch(b);
+  after_batch_commit(name_);
   publish(b.d);
   follow_up(b);
   return b.idle;

@@ -1,5 +1,6 @@
 #include "test_hooks.hpp"
 
+#include <array>
 #include <atomic>
 #include <memory>
 
@@ -10,10 +11,12 @@ namespace {
 
 using Hook = std::function<void(const std::string&)>;
 
+enum Point : std::size_t { kAfterBatchRead, kAfterBatchCommit, kPoints };
+
 struct Hooks {
-  std::atomic<bool> any{false};
+  std::atomic<int> set{0};  // how many points have a hook
   Mutex mu;
-  std::shared_ptr<const Hook> after_batch_read FACTUM_GUARDED_BY(mu);
+  std::array<std::shared_ptr<const Hook>, kPoints> at FACTUM_GUARDED_BY(mu);
 };
 
 Hooks& hooks() {
@@ -21,24 +24,30 @@ Hooks& hooks() {
   return h;
 }
 
-}  // namespace
-
-void set_after_batch_read(Hook hook) {
+void set_hook(Point point, Hook hook) {
   Hooks& h = hooks();
   MutexLock lock(h.mu);
-  h.any = static_cast<bool>(hook);
-  h.after_batch_read = hook ? std::make_shared<const Hook>(std::move(hook)) : nullptr;
+  if (h.at[point]) --h.set;
+  h.at[point] = hook ? std::make_shared<const Hook>(std::move(hook)) : nullptr;
+  if (h.at[point]) ++h.set;
 }
 
-void after_batch_read(const std::string& projection) {
+void run_hook(Point point, const std::string& projection) {
   Hooks& h = hooks();
-  if (!h.any.load(std::memory_order_acquire)) return;
+  if (h.set.load(std::memory_order_acquire) == 0) return;
   std::shared_ptr<const Hook> hook;
   {
     MutexLock lock(h.mu);
-    hook = h.after_batch_read;
+    hook = h.at[point];
   }
   if (hook) (*hook)(projection);  // outside the lock: the hook may take its time
 }
+
+}  // namespace
+
+void set_after_batch_read(Hook hook) { set_hook(kAfterBatchRead, std::move(hook)); }
+void after_batch_read(const std::string& projection) { run_hook(kAfterBatchRead, projection); }
+void set_after_batch_commit(Hook hook) { set_hook(kAfterBatchCommit, std::move(hook)); }
+void after_batch_commit(const std::string& projection) { run_hook(kAfterBatchCommit, projection); }
 
 }  // namespace factum::detail

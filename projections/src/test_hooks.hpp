@@ -2,8 +2,8 @@
 // (no sleeps): set a hook, and the thread calls it there. Not for production use; with no hook
 // set, each point costs one atomic load.
 //
-// Thread-safety: set_after_batch_read() from any thread; the hook runs on projection threads,
-// possibly several at once, and must be thread-safe itself.
+// Thread-safety: the setters from any thread; a hook runs on projection threads, possibly
+// several at once, and must be thread-safe itself.
 #pragma once
 
 #include <functional>
@@ -16,5 +16,11 @@ namespace factum::detail {
 // applies them begins. An empty function removes the hook.
 void set_after_batch_read(std::function<void(const std::string& projection)> hook);
 void after_batch_read(const std::string& projection);
+
+// `hook(projection)` runs on a projection's thread after the write transaction of a batch of a
+// store-target projection has committed and before memory takes its decision (what status()
+// shows of it). An empty function removes the hook.
+void set_after_batch_commit(std::function<void(const std::string& projection)> hook);
+void after_batch_commit(const std::string& projection);
 
 }  // namespace factum::detail

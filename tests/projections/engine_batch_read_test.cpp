@@ -1,11 +1,14 @@
 // ProjectionEngine: an async batch reads its events before it takes the store's write lock,
-// and checks inside the lock that its checkpoint did not move meanwhile. The projection's
-// thread is stopped between the read and the write through a test seam
-// (projections/src/test_hooks.hpp), so these cases are deterministic: no sleeps.
+// and checks inside the lock that its checkpoint did not move meanwhile; what status() shows of
+// a batch is of one moment. The projection's thread is stopped between the read and the write,
+// or between the commit and memory, through test seams (projections/src/test_hooks.hpp), so
+// these cases are deterministic: no sleeps.
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine_support.hpp"
@@ -18,7 +21,10 @@ namespace {
 
 // Removes the hook when the case ends (declared after what the hook uses, before the engines).
 struct HookScope {
-  ~HookScope() { detail::set_after_batch_read({}); }
+  ~HookScope() {
+    detail::set_after_batch_read({});
+    detail::set_after_batch_commit({});
+  }
 };
 
 // After every batch read of the projection "fold", appends one event through `other` (another
@@ -169,6 +175,48 @@ TEST_CASE("a rebuild is swapped in although another writer appends after every b
   CHECK(before_swap < Feeder::kCap);
   REQUIRE(engine.wait_for("fold", t.store.head_position(), kWait));
   CHECK(read_model(t.store) == fold_log(t.store));
+}
+
+// Found as a rare failure of "a statement the database refuses fails its event alone": wait_for
+// returned once the file held the checkpoint, and status() read the checkpoint from the file but
+// the skipped count from memory, which takes the batch's decision only after its commit.
+TEST_CASE("status() shows a skipped event with the checkpoint that passed it, not after it") {
+  TempStore t;
+  append_numbers(t.store, 3);
+  t.store.append("bad-1", ExpectedVersion::any(), make_event("test.Bad", "boom"));
+  append_numbers(t.store, 2, 4);
+  std::atomic<bool> broken{true};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool committed = false;
+  bool looked = false;
+  HookScope scope;
+  // The one batch (batch_size 100) has committed; its thread waits until the case has looked.
+  detail::set_after_batch_commit([&](const std::string& projection) {
+    if (projection != "failing") return;
+    std::unique_lock lock(mu);
+    committed = true;
+    cv.notify_all();
+    cv.wait_for(lock, kWait, [&] { return looked; });
+  });
+  ProjectionEngine engine(t.store);
+  auto failing = std::make_shared<Fold>(Fold::Options{.name = "failing", .table = "failing"});
+  failing->after_write = boom_while(broken);
+  engine.add(failing, {.on_failure = FailurePolicy::skip, .batch_size = 100});
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, kWait, [&] { return committed; }));
+  }
+  const ProjectionStatus s = engine.status("failing");
+  {
+    std::lock_guard lock(mu);
+    looked = true;
+  }
+  cv.notify_all();
+  CHECK(s.checkpoint == 6);
+  CHECK(s.skipped == 1);
+  REQUIRE(engine.wait_for("failing", 6, kWait));
+  CHECK(engine.status("failing").skipped == 1);
 }
 
 TEST_SUITE_END();
