@@ -222,13 +222,10 @@ TEST_CASE("random command sequences load the same state with snapshots, without,
   register_events(registry);
   SnapshotStore snapshots(t.store);
   const std::uint64_t base = env_or("FACTUM_PROPERTY_SEED", std::random_device{}());
-#ifdef FACTUM_TEST_POSTGRES
   // Fewer sequences on PostgreSQL: each load is a few round trips to the server, and the
-  // postgres label must stay short (the SQLite build runs the 200).
-  const std::uint64_t runs = env_or("FACTUM_PROPERTY_RUNS", 20);
-#else
-  const std::uint64_t runs = env_or("FACTUM_PROPERTY_RUNS", 200);
-#endif
+  // postgres label must stay short (SQLite runs the 200).
+  const std::uint64_t runs =
+      env_or("FACTUM_PROPERTY_RUNS", factum::test::testing_postgres() ? 20 : 200);
   for (std::uint64_t i = 0; i < runs; ++i) {
     const std::uint64_t seed = base + i;
     INFO("seed " << seed << " (rerun: FACTUM_PROPERTY_SEED=" << seed << " FACTUM_PROPERTY_RUNS=1)");

@@ -245,9 +245,9 @@ TEST_CASE("invalid arguments throw InvalidArgument and write nothing") {
   CHECK(t.store.head_position() == 1);
 }
 
-#ifdef FACTUM_TEST_POSTGRES
 // PostgreSQL keeps stream ids, types and actors in text columns, which hold UTF-8 only.
-TEST_CASE("a stream id, type or actor that is not UTF-8 is refused before it reaches the server") {
+TEST_CASE("a stream id, type or actor that is not UTF-8 is refused before it reaches the server" *
+          doctest::test_suite("postgres-only")) {
   TempStore t;
   const std::string bad = "caf\xff";
   const auto refusal = [&](const std::string& stream, const EventData& e) -> std::string {
@@ -270,9 +270,10 @@ TEST_CASE("a stream id, type or actor that is not UTF-8 is refused before it rea
   CHECK(t.store.stream_version("a-" + bad) == 0);
   CHECK(t.store.read_stream("a-" + bad).to_vector().empty());
 }
-#else
+
 // SQLite keeps them as the bytes given (docs/storage-format.md): no UTF-8 check.
-TEST_CASE("a stream id, type or actor that is not UTF-8 is stored as its bytes") {
+TEST_CASE("a stream id, type or actor that is not UTF-8 is stored as its bytes" *
+          doctest::test_suite("sqlite-only")) {
   TempStore t;
   const std::string bad = "caf\xff";
   EventData e = make_event(bad);
@@ -285,7 +286,6 @@ TEST_CASE("a stream id, type or actor that is not UTF-8 is stored as its bytes")
   CHECK(read[0].metadata.actor == e.metadata.actor);
   CHECK(t.store.verify().ok());
 }
-#endif
 
 TEST_CASE("a batch with one bad event writes none of its events") {
   StoreOptions o = TempStore::fast_options();
@@ -382,7 +382,8 @@ TEST_CASE("append_multi with no streams throws InvalidArgument") {
   CHECK_THROWS_AS(t.store.append_multi({}), InvalidArgument);
 }
 
-#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific: raw SQL on the store file against its triggers
+// SQLite only: raw SQL on the store file against its triggers.
+TEST_SUITE_BEGIN("sqlite-only");
 TEST_CASE("the events table refuses UPDATE and DELETE") {
   TempStore t;
   t.store.append("s-1", ExpectedVersion::any(), make_event());
@@ -461,7 +462,7 @@ TEST_CASE("a stream row with a key below 1 is refused, so new streams still get 
   CHECK(t.store.append("t-1", ExpectedVersion::no_stream(), make_event()).last_position == 2);
   CHECK(t.store.verify().ok());
 }
-#endif  // FACTUM_TEST_POSTGRES
+TEST_SUITE_END();
 
 TEST_CASE("on_appended fires after each commit with the committed events") {
   TempStore t;

@@ -2,9 +2,7 @@
 // and notifications. Assertions run on the test's thread only; worker threads record what
 // they saw. These cases also run under ThreadSanitizer (label "concurrency").
 #include <doctest/doctest.h>
-#ifndef FACTUM_TEST_POSTGRES
 #include <sqlite3.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -53,7 +51,7 @@ void run_threads(int n, const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
-#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific helpers: the file's write lock, its WAL's commits
+// SQLite-specific helpers: the file's write lock, its WAL's commits.
 // Holds the store file's write lock through a plain SQLite connection (as another process
 // would) until release(): appends meanwhile queue up behind it.
 class WriteLock {
@@ -135,7 +133,6 @@ void append_behind_lock(const std::filesystem::path& file, int n,
   }
   releaser.join();
 }
-#endif  // FACTUM_TEST_POSTGRES
 
 // Returns "" when `events` (read in position order from position 1) are gap-free and hold
 // each batch whole. Each payload is "<batch key>:<index>/<size>" (see batch_events).
@@ -251,7 +248,7 @@ TEST_CASE("16 threads racing with exact expected versions leave exactly one winn
   CHECK(t.store.verify().ok());
 }
 
-#ifndef FACTUM_TEST_POSTGRES
+TEST_SUITE_BEGIN("sqlite-only");
 // SQLite-specific: these hold the file's write lock through a raw SQLite connection to queue
 // appends (append_behind_lock, WriteLock), and most count commits in the file's WAL.
 TEST_CASE("durable appends from 16 threads share commits (group commit)") {
@@ -473,7 +470,7 @@ TEST_CASE("a slot connected while an append waits for the write lock hears of it
   CHECK(heard[0].metadata.values.at("k") == "v");
   CHECK(heard[0].previous_hash == t.store.read_stream("retry-1").to_vector().front().hash);
 }
-#endif  // FACTUM_TEST_POSTGRES
+TEST_SUITE_END();
 
 namespace {
 
@@ -554,14 +551,14 @@ TEST_CASE("an append with text that is not UTF-8 fails no other caller's append"
     if (n++ % 2 == 1) e.metadata.actor = "actor \xfe";
     return e;
   });
-#ifdef FACTUM_TEST_POSTGRES
-  CHECK(seen.landed[0] == 0);
-  REQUIRE(seen.errors[0].size() == kAppends);
-  CHECK(seen.errors[0][0].find("the type 'test.\\xff'") != std::string::npos);
-  CHECK(seen.errors[0][1].find("the actor 'actor \\xfe'") != std::string::npos);
-#else
-  CHECK(seen.landed[0] == kAppends);
-#endif
+  if (factum::test::testing_postgres()) {
+    CHECK(seen.landed[0] == 0);
+    REQUIRE(seen.errors[0].size() == kAppends);
+    CHECK(seen.errors[0][0].find("the type 'test.\\xff'") != std::string::npos);
+    CHECK(seen.errors[0][1].find("the actor 'actor \\xfe'") != std::string::npos);
+  } else {
+    CHECK(seen.landed[0] == kAppends);
+  }
   for (int i = 1; i < kThreads; ++i) {
     CAPTURE(i);
     CHECK(seen.landed[static_cast<std::size_t>(i)] == kAppends);

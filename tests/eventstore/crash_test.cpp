@@ -8,8 +8,8 @@
 // at a random moment early in its life: while it starts, opens (and recovers) the store or
 // makes its first appends.
 //
-// Built twice: on a SQLite file, and on a schema of the PostgreSQL test server
-// (eventstore_pg_crash_test), where the kill cuts the writer's connections instead.
+// Run twice: on a SQLite file, and on a schema of the PostgreSQL test server (the "pg/" cases),
+// where the kill cuts the writer's connections instead.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -48,8 +48,8 @@ CrashWriter spawn_crash_writer(const std::string& store, int threads, std::uint6
       {.out = out, .err = err});
 }
 
-#ifdef FACTUM_TEST_POSTGRES
-// The application_name of the sessions of the writer of `round`.
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+// The application_name of the sessions of the writer of `round` on PostgreSQL.
 std::string writer_session_name(int round) {
   return "factum_crash_" + std::to_string(::getpid()) + "_" + std::to_string(round);
 }
@@ -58,11 +58,12 @@ std::string writer_session_name(int round) {
 // Where the writer of `round` opens the store: `store`; on PostgreSQL, its URI naming the
 // writer's sessions (writer_session_name), by which await_writer_gone finds them.
 std::string writer_location(const std::filesystem::path& store, [[maybe_unused]] int round) {
-#ifdef FACTUM_TEST_POSTGRES
-  return factum::test::pg_with_application_name(store.string(), writer_session_name(round));
-#else
-  return store.string();
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+  if (factum::test::testing_postgres()) {
+    return factum::test::pg_with_application_name(store.string(), writer_session_name(round));
+  }
 #endif
+  return store.string();
 }
 
 // Called once the writer of `round` is killed and reaped. On SQLite its writing ended with it.
@@ -70,7 +71,8 @@ std::string writer_location(const std::filesystem::path& store, [[maybe_unused]]
 // still be committing a batch the writer was never told of: checked before they end, the store
 // could lack that batch now and hold it in the next round. So this waits for them to end.
 void await_writer_gone([[maybe_unused]] int round) {
-#ifdef FACTUM_TEST_POSTGRES
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+  if (!factum::test::testing_postgres()) return;
   REQUIRE_MESSAGE(
       factum::test::pg_await_sessions_gone(
           writer_session_name(round), std::chrono::steady_clock::now() + std::chrono::seconds(30)),

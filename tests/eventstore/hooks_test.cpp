@@ -611,7 +611,8 @@ TEST_CASE("a watcher of a read-only store sees appends by a writer of the file")
   CHECK(watcher->changed());
 }
 
-#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific: writer_child appends to a store file
+// SQLite only: writer_child appends to a store file.
+TEST_SUITE_BEGIN("sqlite-only");
 namespace {
 
 // Runs `writer_child race <path> 0 <count> 1` to completion (its stdin is /dev/null: it starts
@@ -667,4 +668,4 @@ TEST_CASE("a watcher sees an append by another process, and slots here do not ru
   CHECK_FALSE(watcher->changed());
   CHECK(log.calls().empty());  // another process's appends run this process's slots not
 }
-#endif  // FACTUM_TEST_POSTGRES
+TEST_SUITE_END();

@@ -1,8 +1,8 @@
 // Several processes appending to one store: the file's write lock (on PostgreSQL, the log's
 // ordering lock) and the version check inside the transaction keep versions and positions exact.
-// The writers are separate programs (support/writer_child.cpp), started with posix_spawn. Built
-// twice: on a SQLite file, and on a schema of the PostgreSQL test server
-// (eventstore_pg_multiprocess_test), the store's location from temp_store_location.
+// The writers are separate programs (support/writer_child.cpp), started with posix_spawn. Run
+// twice: on a SQLite file, and on a schema of the PostgreSQL test server (the "pg/" cases), the
+// store's location from temp_store_location.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>

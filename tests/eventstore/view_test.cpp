@@ -137,7 +137,8 @@ TEST_CASE("a visit's previous_hash is the previous log event's hash across page 
   }
 }
 
-#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific: deletes an event by raw SQL on the store file
+// SQLite only: deletes an event by raw SQL on the store file.
+TEST_SUITE_BEGIN("sqlite-only");
 TEST_CASE("after a deleted event, a read from just past it gives zeros for previous_hash") {
   // A read across the hole throws CorruptStoreError (hole_test.cpp); one that starts after it
   // looks the missing event's hash up and finds none.
@@ -152,7 +153,7 @@ TEST_CASE("after a deleted event, a read from just past it gives zeros for previ
   CHECK(owned[1].previous_hash == owned[0].hash);
   CHECK(copies_of_all(t.store, 6) == owned);
 }
-#endif  // FACTUM_TEST_POSTGRES
+TEST_SUITE_END();
 
 TEST_CASE("a view's metadata accessors decode the stored key/values on demand") {
   TempStore t;
@@ -176,7 +177,8 @@ TEST_CASE("a view's metadata accessors decode the stored key/values on demand") 
   CHECK(with_values == 10);
 }
 
-#ifndef FACTUM_TEST_POSTGRES  // SQLite-specific: damage rows by raw SQL on the store file
+// SQLite only: damage rows by raw SQL on the store file.
+TEST_SUITE_BEGIN("sqlite-only");
 TEST_CASE("hash_matches of a view finds a payload changed behind the library's back") {
   TempStore t;
   fill(t.store);
@@ -221,7 +223,7 @@ TEST_CASE("a damaged row throws CorruptEventError from every visit, after the ev
     CHECK(t.store.visit_all(6, [](const EventView&) {}) == 15);
   }
 }
-#endif  // FACTUM_TEST_POSTGRES
+TEST_SUITE_END();
 
 TEST_CASE("what a visit's callback throws ends the walk and reaches the caller") {
   TempStore t(pages_of(3));

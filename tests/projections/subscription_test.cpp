@@ -405,17 +405,13 @@ void switch_race_round(EventStore& store, int round, int writers, int per_writer
 
 // Rounds per case: fewer on PostgreSQL, where each append is round trips to the server (16
 // still cover 2, 3 and 4 writers, polling on and off, and start points across the round).
-#ifdef FACTUM_TEST_POSTGRES
-constexpr int kSwitchRounds = 16;
-#else
-constexpr int kSwitchRounds = 50;
-#endif
+int switch_rounds() { return factum::test::testing_postgres() ? 16 : 50; }
 
 }  // namespace
 
 TEST_CASE("a subscription started while other threads append delivers its history and all after") {
   TempStore t;
-  for (int round = 0; round < kSwitchRounds; ++round) {
+  for (int round = 0; round < switch_rounds(); ++round) {
     const int writers = 2 + round % 3;
     switch_race_round(t.store, round, writers, 20, (round * 7) % 40, false);
   }
@@ -423,7 +419,7 @@ TEST_CASE("a subscription started while other threads append delivers its histor
 
 TEST_CASE("a subscription started mid-stream from k while others append delivers k+1..head") {
   TempStore t;
-  for (int round = 0; round < kSwitchRounds; ++round) {
+  for (int round = 0; round < switch_rounds(); ++round) {
     const int writers = 2 + round % 3;
     switch_race_round(t.store, round, writers, 20, 1 + (round * 11) % 40, true);
   }

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <cstdlib>
 #include <random>
+#include <stdexcept>
 
 namespace factum::test {
 
@@ -18,6 +20,33 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+bool testing_postgres() {
+  static const bool postgres = [] {
+    const char* value = std::getenv("FACTUM_TEST_BACKEND");
+    const std::string backend = value == nullptr ? "" : value;
+    if (backend.empty() || backend == "sqlite") return false;
+    if (backend != "postgres") {
+      throw std::runtime_error("FACTUM_TEST_BACKEND is \"" + backend +
+                               "\": expected \"sqlite\" or \"postgres\"");
+    }
+#ifndef FACTUM_TEST_HAVE_POSTGRES
+    throw std::runtime_error(
+        "FACTUM_TEST_BACKEND=postgres, but these tests were built without the PostgreSQL backend");
+#endif
+    return true;
+  }();
+  return postgres;
+}
+
+std::filesystem::path temp_store_location(const TempDir& dir) {
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+  if (testing_postgres()) return pg_test_uri();
+#else
+  (void)testing_postgres();  // refuses FACTUM_TEST_BACKEND=postgres
+#endif
+  return dir.file("store.db");
 }
 
 StoreOptions TempStore::fast_options() {

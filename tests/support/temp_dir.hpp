@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#ifdef FACTUM_TEST_POSTGRES
+#ifdef FACTUM_TEST_HAVE_POSTGRES
 #include "support/pg_test.hpp"
 #endif
 
@@ -26,17 +26,15 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Where a TempStore's store is: the file "store.db" in `dir`; in a test built with
-// factum_add_postgres_test (FACTUM_TEST_POSTGRES), a fresh schema of the PostgreSQL test
-// server, as a URI (pg_test.hpp). Inline, so that each test binary makes its own choice: no
-// support/*.cpp (compiled once for both) may construct a TempStore.
-inline std::filesystem::path temp_store_location([[maybe_unused]] const TempDir& dir) {
-#ifdef FACTUM_TEST_POSTGRES
-  return pg_test_uri();
-#else
-  return dir.file("store.db");
-#endif
-}
+// Whether this test runs on the PostgreSQL backend: its case was registered for PostgreSQL
+// (factum_add_test's POSTGRES, factum_add_postgres_test), which ctest says by running it with
+// FACTUM_TEST_BACKEND=postgres. Throws std::runtime_error for any other value but "sqlite" or
+// empty, and for "postgres" in a build without the backend.
+bool testing_postgres();
+
+// Where a TempStore's store is: the file "store.db" in `dir`; when testing_postgres(), a fresh
+// schema of the PostgreSQL test server, as a URI (pg_test.hpp).
+std::filesystem::path temp_store_location(const TempDir& dir);
 
 // A temp dir and a fresh store (temp_store_location), opened with `options`.
 struct TempStore {
