@@ -8,10 +8,17 @@
 // prints "factum: <message>" and picks the exit code.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <stdexcept>
 #include <string>
+
+// Declared only: CLI11 (2.1) compiles its whole parser into every file that includes it (~5 s at
+// -O2), and most files of the command line need only the errors and exit codes below. The files
+// that build or parse a command line include <CLI/CLI.hpp> themselves (through options.hpp).
+namespace CLI {
+class App;
+class Error;
+}  // namespace CLI
 
 namespace factum::cli {
 

@@ -1,6 +1,7 @@
 // tools/main.cpp — the `factum` program's entry: builds the command line from the command
 // groups, parses it with CLI11 and runs the selected command through run_command, which turns
 // every failure into a one-line message on stderr and a documented exit code (docs/cli.md).
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli.hpp"

@@ -2,6 +2,7 @@
 // run_command.hpp).
 #include "run_command.hpp"
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
 #include <new>

@@ -1,6 +1,7 @@
 // samples/common/cli_errors.cpp — one-line errors and exit codes (see cli_errors.hpp).
 #include "cli_errors.hpp"
 
+#include <CLI/CLI.hpp>
 #include <factum/factum.hpp>
 
 namespace factum::samples {

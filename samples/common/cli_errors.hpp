@@ -14,11 +14,16 @@
 // Thread-safety: plain functions.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <ostream>
 #include <string>
 #include <string_view>
+
+// Declared only: CLI11 (2.1) compiles its whole parser into every file that includes it; the
+// programs' command-line files include <CLI/CLI.hpp> themselves.
+namespace CLI {
+class App;
+class ParseError;
+}  // namespace CLI
 
 namespace factum::samples {
 
