@@ -4,7 +4,9 @@
 #
 #   BUILD_DIR   build directory (default: build, under the source tree)
 #   BUILD_TYPE  CMAKE_BUILD_TYPE (default: RelWithDebInfo)
-#   JOBS        parallel build and test jobs (default: the number of cores)
+#   JOBS        parallel build jobs (default: the number of cores)
+#   TEST_JOBS   parallel tests (default: twice JOBS: many tests wait on timeouts, the Kafka
+#               mock cluster's rebalances or the PostgreSQL server rather than on a core)
 #   CMAKE_ARGS  extra arguments for cmake's configure step, e.g. "-DCMAKE_CXX_COMPILER=clang++"
 #   CTEST_ARGS  extra arguments for ctest, e.g. "-L concurrency" or "-LE consumer"
 set -euo pipefail
@@ -12,6 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
+test_jobs=${TEST_JOBS:-$((jobs * 2))}
 
 bash "$root/scripts/install-deps.sh"
 
@@ -32,4 +35,4 @@ cmake -S "$root" -B "$build_dir" -G Ninja \
   ${CMAKE_ARGS:-}
 cmake --build "$build_dir" --parallel "$jobs"
 # shellcheck disable=SC2086
-ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" --no-tests=error ${CTEST_ARGS:-}
+ctest --test-dir "$build_dir" --output-on-failure --parallel "$test_jobs" --no-tests=error ${CTEST_ARGS:-}
