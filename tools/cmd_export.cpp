@@ -21,6 +21,7 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
+#include "run_command.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
@@ -34,9 +35,6 @@ struct ExportOptions {
   std::string output;  // empty or "-": stdout
   bool quiet = false;
 };
-
-std::atomic<bool> g_interrupted{false};
-void on_interrupt(int) { g_interrupted.store(true); }
 
 // Where the lines go: stdout; a new file, removed unless the export completes; or an existing
 // pipe or device (`-o >(gzip > x)`, /dev/stdout), written as it is and never removed. An
@@ -115,11 +113,7 @@ int run_export(const ExportOptions& o) {
   const Position head = store.head_position();
   const Position to = o.to == 0 ? head : std::min(o.to, head);
   if (o.to != 0 && o.to < o.from) throw CliError("--to is before --from", kUsage);
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  install_interrupt_handlers();
 
   Output out(o.output);
   Progress bar("export", to >= o.from ? to - o.from + 1 : 0, "events");
@@ -130,7 +124,7 @@ int run_export(const ExportOptions& o) {
     // Views: each event is written straight from the row, never copied whole.
     store.visit_all(o.from, [&](const EventView& e) {
       if (e.position > to) return false;
-      if (g_interrupted.load()) throw CliError("export interrupted", kInterrupted);
+      if (interrupted_by_signal()) throw CliError("export interrupted", kInterrupted);
       check_link(e, o.from + count, previous);
       out.write(e);
       previous = last = e.hash;

@@ -54,11 +54,6 @@ std::size_t max_line_length(std::size_t max_payload) {
 
 constexpr const char* kNothingWritten = "import interrupted; nothing was written";
 
-std::atomic<bool> g_interrupted{false};
-void on_interrupt(int) { g_interrupted.store(true); }
-
-std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
-
 // Events waiting to be imported in one transaction, with the line each came from.
 struct Batch {
   std::vector<RecordedEvent> events;
@@ -213,7 +208,7 @@ Loaded read_export(const ImportOptions& o, const char* label,
   Loaded loaded;
   std::string line;
   while (reader.next(line)) {
-    if (g_interrupted.load()) throw CliError(interrupted, kInterrupted);
+    if (interrupted_by_signal()) throw CliError(interrupted, kInterrupted);
     if (loaded.trailer) {
       throw CliError(line_prefix(reader.number()) + "follows the export's trailer (line " +
                      std::to_string(loaded.trailer_line) + "), which must be the last line");
@@ -345,14 +340,6 @@ void verify_in_place(ImportTarget& target, const Loaded& loaded, const ImportOpt
     throw CliError(std::string(e.what()) + " (after it was moved into place; removed it)",
                    cli ? cli->code() : kDamaged);
   }
-}
-
-void install_interrupt_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 }
 
 void print_summary(const Loaded& loaded, const ImportOptions& o) {

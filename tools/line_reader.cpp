@@ -13,9 +13,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
-
 }  // namespace
+
+std::string line_prefix(std::uint64_t line) { return "line " + std::to_string(line) + ": "; }
 
 bool is_rereadable_input(const std::string& path) {
   std::error_code ec;

@@ -11,6 +11,9 @@
 
 namespace factum::cli {
 
+// "line N: ", the start of every message about line N of an export.
+std::string line_prefix(std::uint64_t line);
+
 // True when `path` is a regular file (not "-", a pipe or a device): one that can be read twice.
 bool is_rereadable_input(const std::string& path);
 

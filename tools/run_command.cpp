@@ -2,7 +2,10 @@
 // run_command.hpp).
 #include "run_command.hpp"
 
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -73,5 +76,20 @@ int run_command(const Action& action) {
     return kError;
   }
 }
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+void on_interrupt(int) { g_interrupted.store(true); }
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted_by_signal() noexcept { return g_interrupted.load(); }
 
 }  // namespace factum::cli

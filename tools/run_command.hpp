@@ -29,4 +29,11 @@ std::string usage_error_message(const CLI::App* app, const CLI::Error& error);
 // turns kOk into kError.
 int run_command(const Action& action);
 
+// From now on SIGINT and SIGTERM only set a flag (interrupted_by_signal()): a long command
+// (export, import) checks it between events, cleans up what it started and ends with
+// kInterrupted.
+void install_interrupt_handlers();
+// Whether SIGINT or SIGTERM arrived since install_interrupt_handlers(). Async-signal-safe flag.
+bool interrupted_by_signal() noexcept;
+
 }  // namespace factum::cli

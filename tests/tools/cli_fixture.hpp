@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_runner.hpp"
@@ -110,6 +111,15 @@ inline std::string joined(const std::vector<std::string>& lines) {
   std::string text;
   for (const auto& line : lines) text += line + "\n";
   return text;
+}
+
+// Waits until the child has printed something (a tail printing its history is then past reading
+// the head: what is appended now is new to it).
+inline void wait_for_output(const CliProcess& p) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (p.out_so_far().empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 // One line on stderr, starting "factum: ".

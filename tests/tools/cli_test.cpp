@@ -154,14 +154,6 @@ TEST_CASE("tail prints the newest events of the log") {
   CHECK(Json::parse(lines[1])["position"] == 8);
 }
 
-// Waits until the child has printed something (it is then past reading the head).
-void wait_for_output(const CliProcess& p) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (p.out_so_far().empty() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 TEST_CASE("tail --follow prints events another process appends, until --limit") {
   SampleStore s;
   CliProcess tail({"tail", s.file(), "-n", "1", "--follow", "--limit", "2", "--timeout", "15",
