@@ -21,3 +21,11 @@ function(factum_target_options target)
     target_link_options(${target} PUBLIC -fsanitize=${FACTUM_SANITIZE})
   endif()
 endfunction()
+
+# factum_unity_build(<target>): with FACTUM_UNITY_BUILD, compiles the target's files in batches of
+# up to 8 (see the option in CMakeLists.txt).
+function(factum_unity_build target)
+  if(FACTUM_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
