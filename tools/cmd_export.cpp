@@ -4,9 +4,7 @@
 // hash) written only when every event was exported: import tells a complete export from a cut
 // one by it. Each event's hash link is checked on the way, so an export is always one
 // `factum import` accepts; a damaged event stops it with exit 3, before the trailer.
-#include <signal.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

@@ -6,9 +6,7 @@
 // may join it), then verified once more where it now stands; a failed or interrupted import
 // leaves nothing behind. DB may also be a PostgreSQL URI whose schema holds no events
 // (import_into_server).
-#include <signal.h>
 
-#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <iostream>

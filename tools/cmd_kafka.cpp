@@ -5,7 +5,6 @@
 // is there when they start and exit. Progress goes to stderr (one line at most every second);
 // the final status to stdout, as a line of text or one JSON document. Built only when
 // factum_kafka is (librdkafka found).
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,25 +36,15 @@ constexpr auto kProgressEvery = std::chrono::seconds(1);
 constexpr auto kWatchEvery = std::chrono::milliseconds(50);
 constexpr double kMaxTimeout = 3600;
 
-std::atomic<bool> g_stop{false};
-void on_stop(int) { g_stop.store(true); }
-
-void stop_on_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 // Turns SIGINT/SIGTERM into a stop request, from a thread of its own: the signal handler only
-// sets g_stop (std::stop_source::request_stop is not async-signal-safe).
+// sets the flag of interrupted_by_signal() (std::stop_source::request_stop is not
+// async-signal-safe).
 class SignalStop {
  public:
   SignalStop()
       : watcher_([this](const std::stop_token& self) {
           while (!self.stop_requested()) {
-            if (g_stop.load()) {
+            if (interrupted_by_signal()) {
               source_.request_stop();
               return;
             }
@@ -77,7 +66,7 @@ std::chrono::milliseconds timeout_of(double seconds) {
 // Sleeps `d`, waking early on SIGINT/SIGTERM.
 void idle(Clock::duration d) {
   const auto until = Clock::now() + d;
-  while (!g_stop.load() && Clock::now() < until) {
+  while (!interrupted_by_signal() && Clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -174,7 +163,7 @@ void watch_relay(const RelayCommand& o, const kafka::Relay& relay, std::jthread&
   std::string error;
   while (!done.load()) {
     std::this_thread::sleep_for(kWatchEvery);
-    if (g_stop.load()) worker.request_stop();
+    if (interrupted_by_signal()) worker.request_stop();
     const kafka::RelayStatus s = relay.status();
     if (s.published != shown && throttle.due()) {
       shown = s.published;
@@ -225,7 +214,7 @@ int run_relay(const RelayCommand& o) {
         std::to_string(std::max<long>(options.delivery_timeout.count(), 60000L)));
   }
   kafka::Relay relay(store, options);
-  stop_on_signals();
+  install_interrupt_handlers();
   std::exception_ptr failure;
   std::atomic<bool> done{false};
   // Its destructor asks it to stop and joins it, should this thread throw meanwhile.
@@ -245,7 +234,7 @@ int run_relay(const RelayCommand& o) {
   worker.join();
   if (failure) std::rethrow_exception(failure);
   print_relay_status(o, relay.status());
-  return o.once && g_stop.load() ? kInterrupted : kOk;
+  return o.once && interrupted_by_signal() ? kInterrupted : kOk;
 }
 
 // --- ingest -----------------------------------------------------------------------------------
@@ -328,7 +317,7 @@ bool unless_stopped(F&& wait) {
     wait();
     return true;
   } catch (const kafka::KafkaError&) {
-    if (g_stop.load()) return false;
+    if (interrupted_by_signal()) return false;
     throw;
   }
 }
@@ -345,7 +334,7 @@ void ingest_until_done(IngestCommand& o, kafka::Ingest& ingest, const Offsets& e
   const auto timeout = timeout_of(o.timeout);
   auto last_record = Clock::now();
   Throttle throttle;
-  while (!g_stop.load()) {
+  while (!interrupted_by_signal()) {
     if (o.once && lag_of(ingest.offsets(), ends) == 0) break;
     const std::size_t n = ingest_batch(o, ingest);
     o.records += n;
@@ -367,7 +356,7 @@ void ingest_until_done(IngestCommand& o, kafka::Ingest& ingest, const Offsets& e
 // and no status (nothing was read).
 int run_ingest(IngestCommand& o) {
   EventStore store = open_writable(o.db);
-  stop_on_signals();
+  install_interrupt_handlers();
   const SignalStop stop;
   const auto started = Clock::now();
   const auto left = [&] {
@@ -389,7 +378,7 @@ int run_ingest(IngestCommand& o) {
   // The last progress line shows where it ended, even when the throttle held it back.
   if (o.records != o.shown) print_ingest_progress(o, lag);
   print_ingest_status(o, stored, lag);
-  return o.once && g_stop.load() ? kInterrupted : kOk;
+  return o.once && interrupted_by_signal() ? kInterrupted : kOk;
 }
 
 }  // namespace

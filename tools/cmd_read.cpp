@@ -2,7 +2,6 @@
 // STREAM [--from V] [--backward]` and `factum tail DB [-n N] [--follow]`. Reads page through the
 // log (EventRange), so any listing runs in constant memory; tail --follow follows new commits
 // of any process through a Subscription until SIGINT/SIGTERM, --limit or --timeout.
-#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "factum/projections/subscription.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "run_command.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
@@ -176,17 +176,6 @@ struct TailOptions {
 
 constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
 
-std::atomic<bool> g_stop{false};
-void on_stop_signal(int) { g_stop.store(true); }
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 // Follows the log after `from` until a signal, `limit` printed events or `timeout` seconds.
 void follow(EventStore& store, const TailOptions& o, Position from, EventPrinter& printer) {
   std::mutex mu;
@@ -208,7 +197,7 @@ void follow(EventStore& store, const TailOptions& o, Position from, EventPrinter
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(o.timeout));
-  while (!done && !g_stop.load() && sub.state() != Subscription::State::failed &&
+  while (!done && !interrupted_by_signal() && sub.state() != Subscription::State::failed &&
          (o.timeout <= 0 || std::chrono::steady_clock::now() < deadline)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -221,7 +210,7 @@ void follow(EventStore& store, const TailOptions& o, Position from, EventPrinter
 int run_tail(const TailOptions& o) {
   // Before the first line is printed: a signal sent by whoever saw that line must find the
   // handler (installing it after the last line raced with the signal, which then killed us).
-  if (o.follow) install_stop_handlers();
+  if (o.follow) install_interrupt_handlers();
   EventStore store = open_read_only(o.db);
   const Position head = store.head_position();
   EventPrinter printer(o.json, true);
