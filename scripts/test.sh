@@ -5,7 +5,7 @@
 #   BUILD_DIR   build directory (default: build, under the source tree)
 #   BUILD_TYPE  CMAKE_BUILD_TYPE (default: RelWithDebInfo)
 #   JOBS        parallel build jobs (default: the number of cores)
-#   TEST_JOBS   parallel tests (default: twice JOBS: many tests wait on timeouts, the Kafka
+#   TEST_JOBS   parallel tests (default: three times JOBS: many tests wait on timeouts, the Kafka
 #               mock cluster's rebalances or the PostgreSQL server rather than on a core)
 #   CMAKE_ARGS  extra arguments for cmake's configure step, e.g. "-DCMAKE_CXX_COMPILER=clang++"
 #   CTEST_ARGS  extra arguments for ctest, e.g. "-L concurrency" or "-LE consumer"
@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
-test_jobs=${TEST_JOBS:-$((jobs * 2))}
+test_jobs=${TEST_JOBS:-$((jobs * 3))}
 
 bash "$root/scripts/install-deps.sh"
 

@@ -18,13 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace factum::test {
 
 using namespace std::chrono_literals;
-
-inline constexpr std::chrono::milliseconds kWait = 10s;
 
 // Per stream: how many events and the sum of their numeric payloads.
 struct Tally {
@@ -92,16 +91,6 @@ inline Position saved_checkpoint(const EventStore& store, const std::string& nam
 }
 
 // Polls `condition` until it holds or `timeout` passes; returns whether it held.
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
-
 // Appends `n` events with payloads first, first+1, ... to streams "<prefix>-0".."<prefix>-<k-1>".
 inline void append_numbers(EventStore& store, int n, int first = 1, const std::string& prefix = "s",
                            int streams = 3, const std::string& type = "test.Happened") {

@@ -14,18 +14,20 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/fault_vfs.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
 using namespace std::chrono_literals;
+using factum::test::eventually;
 using factum::test::FaultInjection;
+using factum::test::kWait;
 using factum::test::make_event;
 using factum::test::TempStore;
 
 namespace {
 
-constexpr auto kTimeout = 10s;
 using State = Subscription::State;
 
 // The positions a handler saw, in order.
@@ -62,15 +64,6 @@ void append_n(EventStore& store, int n) {
   }
 }
 
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_SUITE_BEGIN("subscription");
@@ -81,7 +74,7 @@ TEST_CASE("a batch_size too large to reserve does not end the process: events ar
   Seen seen;
   Subscription sub(t.store, {.batch_size = std::numeric_limits<std::size_t>::max()},
                    seen.handler());
-  CHECK(sub.wait_for(10, kTimeout));
+  CHECK(sub.wait_for(10, kWait));
   sub.stop();
   CHECK(seen.exactly_one_to(10));
 }
@@ -98,7 +91,7 @@ TEST_CASE("a second of failing storage: the subscription retries, then delivers 
                     .poll_interval = 10ms,
                     .on_error = [&](std::exception_ptr) { ++reported; }},
                    seen.handler());
-  REQUIRE(sub.wait_for(30, kTimeout));
+  REQUIRE(sub.wait_for(30, kWait));
   faults.fail_locks(1, FaultInjection::kForever);
   CHECK(eventually([&] { return sub.state() == State::retrying; }));
   std::this_thread::sleep_for(1s);
@@ -111,7 +104,7 @@ TEST_CASE("a second of failing storage: the subscription retries, then delivers 
   CHECK(reported >= 2);
   CHECK(reported <= 20);
   append_n(t.store, 30);
-  CHECK(sub.wait_for(60, kTimeout));
+  CHECK(sub.wait_for(60, kWait));
   CHECK(eventually([&] { return sub.state() == State::live; }));
   sub.stop();
   CHECK(seen.exactly_one_to(60));
@@ -127,7 +120,7 @@ TEST_CASE("a subscription backing off after storage errors stops promptly") {
   Subscription sub(t.store,
                    {.poll_interval = 10ms, .on_error = [&](std::exception_ptr) { ++reported; }},
                    seen.handler());
-  REQUIRE(sub.wait_for(5, kTimeout));
+  REQUIRE(sub.wait_for(5, kWait));
   faults.fail_locks(1, FaultInjection::kForever);
   REQUIRE(eventually([&] { return reported >= 8; }));  // the back-off is 640 ms or more now
   const auto before = std::chrono::steady_clock::now();
@@ -147,7 +140,7 @@ TEST_CASE("storage failures while catching up with a checkpoint neither lose nor
     try {
       Subscription sub(t.store, {.checkpoint = "sub", .batch_size = 8, .poll_interval = 10ms},
                        seen.handler());
-      CHECK(sub.wait_for(100, kTimeout));
+      CHECK(sub.wait_for(100, kWait));
       sub.stop();
     } catch (const StorageError&) {
       continue;  // the failures hit the constructor (loading the checkpoint): the caller's

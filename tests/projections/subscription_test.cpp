@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
@@ -33,6 +34,8 @@ extern char** environ;
 using namespace factum;
 using factum::test::slurp;
 using namespace std::chrono_literals;
+using factum::test::eventually;
+using factum::test::kWait;
 using factum::test::make_event;
 using factum::test::make_events;
 using factum::test::TempDir;
@@ -40,7 +43,6 @@ using factum::test::TempStore;
 
 namespace {
 
-constexpr auto kTimeout = 10s;
 using State = Subscription::State;
 
 // What a handler saw, in order. add() runs on the subscription's thread; the readers take the
@@ -85,16 +87,6 @@ std::vector<Position> positions_of(const std::vector<RecordedEvent>& events) {
   std::vector<Position> out;
   for (const RecordedEvent& e : events) out.push_back(e.position);
   return out;
-}
-
-// Polls `condition` until it holds or kTimeout passes; returns whether it held.
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
 }
 
 bool is_live(const Subscription& sub) {
@@ -217,11 +209,11 @@ TEST_CASE("a subscription to all delivers the history, then live events, each on
   append_spread(t.store, 25);
   Recorder seen;
   Subscription sub(t.store, {.batch_size = 4, .poll_interval = 0ms}, seen.handler());
-  REQUIRE(sub.wait_for(25, kTimeout));
+  REQUIRE(sub.wait_for(25, kWait));
   CHECK(is_live(sub));
   append_spread(t.store, 10);
   t.store.append("s-9", ExpectedVersion::any(), make_events(5));
-  REQUIRE(sub.wait_for(40, kTimeout));
+  REQUIRE(sub.wait_for(40, kWait));
   sub.stop();
   CHECK(sub.state() == State::stopped);
   CHECK(sub.position() == 40);
@@ -244,10 +236,10 @@ TEST_CASE("a category subscription delivers that category's events only, history
       {.filter = SubscriptionFilter::category("account"), .batch_size = 3, .poll_interval = 0ms},
       seen.handler());
   const auto last_account = [&] { return t.store.read_category("account").to_vector().back(); };
-  REQUIRE(sub.wait_for(last_account().position, kTimeout));
+  REQUIRE(sub.wait_for(last_account().position, kWait));
   append_round(19);  // the last is account-2
   REQUIRE(t.store.head_position() == last_account().position);
-  REQUIRE(sub.wait_for(t.store.head_position(), kTimeout));
+  REQUIRE(sub.wait_for(t.store.head_position(), kWait));
   sub.stop();
   const auto expected = t.store.read_category("account").to_vector();
   CHECK(expected.size() == 20);
@@ -262,9 +254,9 @@ TEST_CASE("a stream subscription delivers that stream's events only, history the
   Subscription sub(
       t.store, {.filter = SubscriptionFilter::stream("s-1"), .batch_size = 4, .poll_interval = 0ms},
       seen.handler());
-  REQUIRE(sub.wait_for(29, kTimeout));
+  REQUIRE(sub.wait_for(29, kWait));
   append_spread(t.store, 30, "s", 3);
-  REQUIRE(sub.wait_for(59, kTimeout));
+  REQUIRE(sub.wait_for(59, kWait));
   sub.stop();
   const auto expected = t.store.read_stream("s-1").to_vector();
   REQUIRE(expected.size() == 20);
@@ -298,10 +290,10 @@ TEST_CASE("with_types delivers only the named event types and still moves past t
                         .poll_interval = 0ms},
                        category_seen.handler());
   append_typed(31);  // ends with a.Opened of account-1 (position 61)
-  REQUIRE(all.wait_for(61, kTimeout));
-  REQUIRE(account.wait_for(61, kTimeout));
+  REQUIRE(all.wait_for(61, kWait));
+  REQUIRE(account.wait_for(61, kWait));
   t.store.append("order-1", ExpectedVersion::any(), make_event("a.Noted"));
-  REQUIRE(all.wait_for(62, kTimeout));  // a non-matching head is passed over too
+  REQUIRE(all.wait_for(62, kWait));  // a non-matching head is passed over too
   all.stop();
   account.stop();
   std::vector<Position> want_all;
@@ -320,9 +312,9 @@ TEST_CASE("a subscription from position k delivers the events after k only") {
   append_spread(t.store, 20);
   Recorder seen;
   Subscription sub(t.store, {.from = 12, .batch_size = 5, .poll_interval = 0ms}, seen.handler());
-  REQUIRE(sub.wait_for(20, kTimeout));
+  REQUIRE(sub.wait_for(20, kWait));
   append_spread(t.store, 5);
-  REQUIRE(sub.wait_for(25, kTimeout));
+  REQUIRE(sub.wait_for(25, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(13, 25));
 }
@@ -337,9 +329,9 @@ TEST_CASE("a subscription with a saved checkpoint resumes after it and saves its
   Recorder first;
   {
     Subscription sub(t.store, options, first.handler());
-    REQUIRE(sub.wait_for(20, kTimeout));
+    REQUIRE(sub.wait_for(20, kWait));
     append_spread(t.store, 5);
-    REQUIRE(sub.wait_for(25, kTimeout));
+    REQUIRE(sub.wait_for(25, kWait));
   }
   CHECK(first.positions() == positions_from_to(8, 25));
   CHECK(checkpoints.load("reader") == 25);
@@ -347,7 +339,7 @@ TEST_CASE("a subscription with a saved checkpoint resumes after it and saves its
   Recorder second;  // the next run starts after the checkpoint: nothing old again
   Subscription sub(t.store, options, second.handler());
   append_spread(t.store, 3);
-  REQUIRE(sub.wait_for(28, kTimeout));
+  REQUIRE(sub.wait_for(28, kWait));
   sub.stop();
   CHECK(second.positions() == positions_from_to(26, 28));
   CHECK(checkpoints.load("reader") == 28);
@@ -359,7 +351,7 @@ TEST_CASE("a checkpoint never saved starts after `from` and is saved as the subs
   Recorder seen;
   Subscription sub(t.store, {.from = 4, .checkpoint = "fresh", .poll_interval = 0ms},
                    seen.handler());
-  REQUIRE(sub.wait_for(10, kTimeout));
+  REQUIRE(sub.wait_for(10, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(5, 10));
   CHECK(CheckpointStore(t.store).load("fresh") == 10);
@@ -398,7 +390,7 @@ void switch_race_round(EventStore& store, int round, int writers, int per_writer
   for (std::thread& th : threads) th.join();
   const Position head = store.head_position();
   REQUIRE(head == head_before + static_cast<Position>(writers * per_writer));
-  REQUIRE(sub.wait_for(head, kTimeout));
+  REQUIRE(sub.wait_for(head, kWait));
   sub.stop();
   REQUIRE(seen.positions() == positions_from_to(from + 1, head));
 }
@@ -446,7 +438,7 @@ TEST_CASE("an append in flight while a subscription starts is delivered when it 
   writer.join();
   REQUIRE(live);
   REQUIRE(t.store.head_position() == 4);
-  CHECK(sub.wait_for(4, kTimeout));
+  CHECK(sub.wait_for(4, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(1, 4));
 }
@@ -466,7 +458,7 @@ TEST_CASE("events appended by other processes reach a polling subscription, each
   require_clean_exit(a);
   require_clean_exit(b);
   REQUIRE(store.head_position() == 300);
-  REQUIRE(sub.wait_for(300, kTimeout));
+  REQUIRE(sub.wait_for(300, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(1, 300));
   CHECK(seen.events() == store.read_all().to_vector());
@@ -488,9 +480,9 @@ TEST_CASE("a commit by another connection just after the catch-up read is seen a
     seen.add(e);
     if (e.position == 1) other.append("s-2", ExpectedVersion::any(), make_event());
   });
-  REQUIRE(sub.wait_for(2, kTimeout));
+  REQUIRE(sub.wait_for(2, kWait));
   other.append("s-2", ExpectedVersion::any(), make_event());
-  REQUIRE(sub.wait_for(3, kTimeout));
+  REQUIRE(sub.wait_for(3, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(1, 3));
 }
@@ -512,7 +504,7 @@ TEST_CASE("without polling, another process's commits are read at this process's
   CHECK_FALSE(sub.wait_for(1, 200ms));
   CHECK(seen.size() == 0);
   store.append("local-1", ExpectedVersion::any(), make_event());
-  REQUIRE(sub.wait_for(6, kTimeout));
+  REQUIRE(sub.wait_for(6, kWait));
   sub.stop();
   CHECK(seen.positions() == positions_from_to(1, 6));
 }
@@ -569,7 +561,7 @@ TEST_CASE("destroying a subscription stops it: nothing is delivered after the de
       if (destroyed) ++late;
       ++delivered;
     });
-    CHECK(sub.wait_for(150, kTimeout));  // not REQUIRE: the writer must be joined
+    CHECK(sub.wait_for(150, kWait));  // not REQUIRE: the writer must be joined
   }
   destroyed = true;
   const int at_destruction = delivered;
@@ -604,7 +596,7 @@ TEST_CASE("stop() called by the handler returns, and no event is delivered after
               });
   ready.open();
   t.store.append("s-1", ExpectedVersion::any(), make_events(50));  // one batch of 50
-  CHECK_FALSE(sub->wait_for(50, kTimeout));  // returns once the subscription has stopped
+  CHECK_FALSE(sub->wait_for(50, kWait));  // returns once the subscription has stopped
   CHECK(sub->state() == State::stopped);
   sub->stop();  // joins the ended thread
   CHECK(after_stop == 0);
@@ -638,7 +630,7 @@ TEST_CASE("a subscription destroyed by its own handler ends without deadlock or 
   ready.open();
   t.store.append("s-1", ExpectedVersion::any(), make_events(50));  // one batch of 50
   // The thread ends by itself and drops its state, the handler included.
-  REQUIRE(finished.get_future().wait_for(kTimeout) == std::future_status::ready);
+  REQUIRE(finished.get_future().wait_for(kWait) == std::future_status::ready);
   CHECK_FALSE(sub.has_value());
   CHECK(after_reset == 0);
   CHECK(seen == positions_from_to(1, 5));
@@ -650,7 +642,7 @@ TEST_CASE("stop() twice, and destruction after stop(), are harmless") {
   append_spread(t.store, 5);
   Recorder seen;
   Subscription sub(t.store, {.poll_interval = 0ms}, seen.handler());
-  REQUIRE(sub.wait_for(5, kTimeout));
+  REQUIRE(sub.wait_for(5, kWait));
   sub.stop();
   sub.stop();
   CHECK(sub.state() == State::stopped);
@@ -667,15 +659,15 @@ TEST_CASE("move-assigning a subscription stops the one it replaces, the moved on
   Subscription a(t.store, {.poll_interval = 0ms}, a_seen.handler());
   Subscription b(t.store, {.poll_interval = 0ms}, b_seen.handler());
   t.store.append("s-1", ExpectedVersion::any(), make_event());
-  REQUIRE(a.wait_for(1, kTimeout));
-  REQUIRE(b.wait_for(1, kTimeout));
+  REQUIRE(a.wait_for(1, kWait));
+  REQUIRE(b.wait_for(1, kWait));
   a = std::move(b);  // a's first subscription is stopped and joined here
   CHECK(t.store.on_appended().num_slots() == 1);
   t.store.append("s-1", ExpectedVersion::any(), make_event());
-  REQUIRE(a.wait_for(2, kTimeout));
+  REQUIRE(a.wait_for(2, kWait));
   Subscription c(std::move(a));
   t.store.append("s-1", ExpectedVersion::any(), make_event());
-  REQUIRE(c.wait_for(3, kTimeout));
+  REQUIRE(c.wait_for(3, kWait));
   c.stop();
   CHECK(a_seen.positions() == positions_from_to(1, 1));
   CHECK(b_seen.positions() == positions_from_to(1, 3));
@@ -700,13 +692,13 @@ TEST_CASE("a handler that throws fails the subscription, its batch is not checkp
                      if (e.position == 25) throw std::runtime_error("handler failed at 25");
                    });
   auto report = reported.get_future();
-  REQUIRE(report.wait_for(kTimeout) == std::future_status::ready);
+  REQUIRE(report.wait_for(kWait) == std::future_status::ready);
   CHECK(sub.state() == State::failed);
   REQUIRE(sub.error() != nullptr);
   CHECK(report.get() == sub.error());
   CHECK_THROWS_WITH_AS(std::rethrow_exception(sub.error()), "handler failed at 25",
                        std::runtime_error);
-  CHECK_FALSE(sub.wait_for(35, kTimeout));  // returns at once: it has failed
+  CHECK_FALSE(sub.wait_for(35, kWait));  // returns at once: it has failed
   CHECK(sub.position() == 20);
   CHECK(CheckpointStore(t.store).load("flaky") == 20);
   t.store.append("s-1", ExpectedVersion::any(), make_event());  // a failed one stays failed
@@ -717,7 +709,7 @@ TEST_CASE("a handler that throws fails the subscription, its batch is not checkp
   Recorder again;
   Subscription retry(t.store, {.checkpoint = "flaky", .batch_size = 10, .poll_interval = 0ms},
                      again.handler());
-  REQUIRE(retry.wait_for(36, kTimeout));
+  REQUIRE(retry.wait_for(36, kWait));
   retry.stop();
   CHECK(again.positions() == positions_from_to(21, 36));
   CHECK(CheckpointStore(t.store).load("flaky") == 36);
@@ -729,7 +721,7 @@ TEST_CASE("a batch handler that throws on its first batch leaves no checkpoint")
   Subscription sub =
       Subscription::batched(t.store, {.checkpoint = "never", .poll_interval = 0ms},
                             [](std::span<const RecordedEvent>) { throw std::logic_error("no"); });
-  CHECK_FALSE(sub.wait_for(5, kTimeout));
+  CHECK_FALSE(sub.wait_for(5, kWait));
   CHECK(sub.state() == State::failed);
   CHECK(sub.position() == 0);
   CHECK(CheckpointStore(t.store).load("never") == 0);

@@ -293,16 +293,6 @@ TEST_CASE("import refuses a payload over the store's limit unless --max-payload-
   CHECK(all_events(dir.file("copy.db")) == all_events(store));
 }
 
-// ASan keeps freed memory in quarantine, which would look like growth: a small one here.
-CliOptions measured() {
-  CliOptions o;
-  o.sample_memory = true;
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  o.env.push_back(std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
-                  "quarantine_size_mb=1:thread_local_quarantine_size_kb=64");
-  return o;
-}
-
 TEST_CASE("import refuses a line longer than the payload limit allows, without reading it all") {
   TempDir dir;
   write_file(dir.file("short.jsonl"), std::string(1000, 'x'));

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -125,6 +126,19 @@ inline void wait_for_output(const CliProcess& p) {
 // One line on stderr, starting "factum: ".
 inline bool one_line_error(const CliResult& r) {
   return r.err.rfind("factum: ", 0) == 0 && lines_of(r.err).size() == 1;
+}
+
+// Options for a run whose peak memory a test measures (CliResult::peak_rss_kib). ASan keeps freed
+// memory in quarantine (256 MiB by default), which would look like growth: the programs measured
+// run with a small one. Without ASan the variable is ignored.
+inline CliOptions measured() {
+  CliOptions o;
+  o.sample_memory = true;
+  o.deadline = std::chrono::minutes(5);
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  o.env.push_back(std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
+                  "quarantine_size_mb=1:thread_local_quarantine_size_kb=64");
+  return o;
 }
 
 }  // namespace factum::test

@@ -28,18 +28,6 @@ std::filesystem::path large_store(const TempDir& dir, const std::string& name, i
   return path;
 }
 
-// ASan keeps freed memory in quarantine (256 MiB by default), which would look like growth: the
-// programs measured here run with a small one. Without ASan the variable is ignored.
-CliOptions measured() {
-  CliOptions o;
-  o.sample_memory = true;
-  o.deadline = std::chrono::minutes(5);
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  o.env.push_back(std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
-                  "quarantine_size_mb=1:thread_local_quarantine_size_kb=64");
-  return o;
-}
-
 // 10,000 events against 100,000: an export of the larger store writes about 70 MB, which a
 // program that held the log (or its output) in memory would add to its peak; one that streams
 // it needs the same few MB for both (SQLite's page cache, one page of events, buffers).
