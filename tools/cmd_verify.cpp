@@ -1,9 +1,13 @@
-// tools/cmd_verify.cpp — `factum verify DB [--head HASH]`: walks the whole hash chain with
-// EventStore::verify (constant memory, a progress bar when stderr is a terminal) and exits 0
-// when it is intact, 3 naming the first broken position and why when it is not.
+// tools/cmd_verify.cpp — `factum verify DB [--head HASH] [--anchors FILE --public-key PUB]`:
+// walks the whole hash chain with EventStore::verify (constant memory, a progress bar when stderr
+// is a terminal), checking the anchors of the file too (verify_anchored), and exits 0 when all is
+// intact, 3 naming the first broken position or anchor and why when it is not.
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "cli.hpp"
+#include "factum/eventstore/anchor.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
@@ -15,33 +19,17 @@ namespace {
 struct VerifyCommandOptions {
   std::string db;
   std::string head;
+  std::string anchors;
+  std::string public_key;
   bool json = false;
 };
 
-std::string_view problem_name(VerifyResult::Problem p) {
-  switch (p) {
-    case VerifyResult::Problem::none:
-      return "none";
-    case VerifyResult::Problem::hash_mismatch:
-      return "hash_mismatch";
-    case VerifyResult::Problem::position_gap:
-      return "position_gap";
-    case VerifyResult::Problem::malformed_row:
-      return "malformed_row";
-    case VerifyResult::Problem::truncated:
-      return "truncated";
-    case VerifyResult::Problem::head_mismatch:
-      return "head_mismatch";
-    case VerifyResult::Problem::unchained_row:
-      return "unchained_row";
-  }
-  return "unknown";
-}
-
-Json result_json(const VerifyResult& r, const std::optional<Head>& head) {
+Json result_json(const VerifyResult& r, const std::optional<Head>& head,
+                 std::optional<std::size_t> anchored) {
   Json j = Json::object();
   j["ok"] = r.ok();
   j["events_checked"] = r.events_checked;
+  if (anchored) j["anchors"] = *anchored;
   if (r.ok()) {
     j["head"] = {{"position", head->position}, {"hash", to_hex(head->hash)}};
   } else {
@@ -58,16 +46,35 @@ int run_verify(const VerifyCommandOptions& o) {
   if (!o.head.empty()) options.expected_head = hash_from_hex(o.head);
   Progress bar("verify", max_position(store), "events");
   options.on_progress = [&bar](Position done) { bar.update(done); };
-  const VerifyResult r = store.verify(options);
+  std::optional<std::size_t> anchored;
+  VerifyResult r;
+  if (o.anchors.empty()) {
+    r = store.verify(options);
+  } else {
+    const AnchorPublicKey key = AnchorPublicKey::from_pem_file(o.public_key);
+    std::vector<Anchor> anchors;
+    try {
+      anchors = AnchorFile(o.anchors).anchors();
+    } catch (const AnchorError& e) {  // a line that is not an anchor: the anchors are damaged
+      r.problem = VerifyResult::Problem::bad_anchor;
+      r.message = e.what();
+    }
+    if (r.ok()) r = verify_anchored(store, anchors, key, options);
+    anchored = anchors.size();
+  }
   bar.finish();
   // The head is read after the walk: an append made meanwhile only moves it further.
   const std::optional<Head> head = r.ok() ? std::optional<Head>(store.head()) : std::nullopt;
   if (o.json) {
-    print_json(result_json(r, head));
+    print_json(result_json(r, head, anchored));
   } else if (r.ok()) {
     std::cout << "ok: " << r.events_checked << " events, the hash chain is intact; head "
               << head->position << " " << to_hex(head->hash)
-              << (options.expected_head ? " (the expected head hash is in the chain)" : "") << '\n';
+              << (options.expected_head ? " (the expected head hash is in the chain)" : "");
+    if (anchored) std::cout << "; " << *anchored << " anchors hold";
+    std::cout << '\n';
+  } else if (r.problem == VerifyResult::Problem::bad_anchor) {
+    std::cout << "bad anchors (bad_anchor): " << one_line(r.message) << '\n';
   } else {
     std::cout << "damaged at position " << r.position << " (" << problem_name(r.problem)
               << "): " << one_line(r.message) << " (" << r.events_checked << " events checked)\n";
@@ -86,6 +93,15 @@ void add_verify_command(CLI::App& app, Action& action) {
                   "Also fail unless this hash (saved from an earlier head) is in the chain: "
                   "catches a log whose newest events were cut off")
       ->check(hash_validator());
+  CLI::Option* anchors =
+      cmd->add_option("--anchors", o->anchors,
+                      "Also check the anchors of this file (factum anchor): their signatures, "
+                      "their chain, and that the log still holds each anchored head")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("--public-key", o->public_key,
+                  "The Ed25519 public key (PEM) that checks the anchors' signatures")
+      ->needs(anchors);
+  anchors->needs("--public-key");
   add_json_flag(*cmd, o->json);
   cmd->callback([&action, o] { action = [o] { return run_verify(*o); }; });
 }

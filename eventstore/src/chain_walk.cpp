@@ -1,5 +1,6 @@
 #include "chain_walk.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace factum::detail {
@@ -15,8 +16,31 @@ VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position posi
 
 }  // namespace
 
-ChainWalk::ChainWalk(const Hash* expected_head)
-    : expected_(expected_head), seen_head_(expected_head == nullptr || *expected_head == Hash{}) {}
+ChainWalk::ChainWalk(const VerifyOptions& options)
+    : expected_(options.expected_head),
+      seen_head_(!expected_ || *expected_ == Hash{}),
+      anchors_(options.anchored_heads) {
+  std::stable_sort(anchors_.begin(), anchors_.end(),
+                   [](const Head& a, const Head& b) { return a.position < b.position; });
+  // An anchor of the empty log (position 0) holds for every log.
+  while (next_anchor_ < anchors_.size() && anchors_[next_anchor_].position == 0) ++next_anchor_;
+}
+
+// Checks the anchored heads at `event`'s position; false (with result() filled) on a mismatch.
+bool ChainWalk::anchored(const EventView& event, Position at) {
+  for (; next_anchor_ < anchors_.size() && anchors_[next_anchor_].position == event.position;
+       ++next_anchor_) {
+    if (anchors_[next_anchor_].hash != event.hash) {
+      result_ =
+          broken(result_, VerifyResult::Problem::anchor_mismatch, at,
+                 "the event at position " + std::to_string(at) + " has hash " + to_hex(event.hash) +
+                     ", but an anchor signed hash " + to_hex(anchors_[next_anchor_].hash) +
+                     " there: the log was rewritten after it was anchored");
+      return false;
+    }
+  }
+  return true;
+}
 
 bool ChainWalk::check(const char* problem, const EventView& event, Position at,
                       std::string_view category) {
@@ -49,8 +73,9 @@ bool ChainWalk::check(const char* problem, const EventView& event, Position at,
                          "reordered");
     return false;
   }
+  if (!anchored(event, at)) return false;
   previous_ = event.hash;
-  if (expected_ != nullptr && event.hash == *expected_) seen_head_ = true;
+  if (expected_ && event.hash == *expected_) seen_head_ = true;
   ++next_;
   ++result_.events_checked;
   return true;
@@ -64,6 +89,14 @@ VerifyResult ChainWalk::unchained(std::int64_t lowest) const {
 }
 
 VerifyResult ChainWalk::finish(Position sequence, std::int64_t rows) {
+  if (next_anchor_ < anchors_.size()) {
+    const Position anchored = anchors_.back().position;
+    return broken(result_, VerifyResult::Problem::behind_anchor, next_,
+                  "the log ends at position " + std::to_string(next_ - 1) +
+                      ", behind an anchor of position " + std::to_string(anchored) +
+                      ": anchored events are gone (a cut-off tail, a lost WAL, or an older "
+                      "backup put back)");
+  }
   if (sequence >= next_) {
     return broken(result_, VerifyResult::Problem::truncated, next_,
                   "the log ends at position " + std::to_string(next_ - 1) +

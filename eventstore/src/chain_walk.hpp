@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/event_view.hpp"
@@ -15,7 +17,8 @@ namespace factum::detail {
 // order, then the totals. Not thread-safe.
 class ChainWalk {
  public:
-  explicit ChainWalk(const Hash* expected_head);
+  // For a walk that checks what `options` ask (its expected and anchored heads), from position 1.
+  explicit ChainWalk(const VerifyOptions& options);
 
   // Checks one row: `problem` is what decoding it found wrong (nullptr: `event` is well formed),
   // `at` its stored position, `category` its stream's recorded category. Returns false (with
@@ -33,8 +36,12 @@ class ChainWalk {
   const VerifyResult& result() const noexcept { return result_; }
 
  private:
-  const Hash* expected_;
+  bool anchored(const EventView& event, Position at);
+
+  std::optional<Hash> expected_;
   bool seen_head_;
+  std::vector<Head> anchors_;  // sorted by position
+  std::size_t next_anchor_ = 0;
   Hash previous_{};
   Position next_ = 1;
   VerifyResult result_;

@@ -193,15 +193,43 @@ std::vector<RecordedEvent> EventStore::compensations_of(const EventId& id) const
   return impl_->storage_->compensations_of(id);
 }
 
-VerifyResult EventStore::verify() const { return impl_->storage_->verify(nullptr, {}); }
+std::string_view problem_name(VerifyResult::Problem problem) noexcept {
+  using P = VerifyResult::Problem;
+  switch (problem) {
+    case P::none:
+      return "none";
+    case P::hash_mismatch:
+      return "hash_mismatch";
+    case P::position_gap:
+      return "position_gap";
+    case P::malformed_row:
+      return "malformed_row";
+    case P::truncated:
+      return "truncated";
+    case P::head_mismatch:
+      return "head_mismatch";
+    case P::unchained_row:
+      return "unchained_row";
+    case P::behind_anchor:
+      return "behind_anchor";
+    case P::anchor_mismatch:
+      return "anchor_mismatch";
+    case P::bad_anchor:
+      return "bad_anchor";
+  }
+  return "unknown";
+}
+
+VerifyResult EventStore::verify() const { return impl_->storage_->verify(VerifyOptions{}); }
 
 VerifyResult EventStore::verify(const Hash& expected_head) const {
-  return impl_->storage_->verify(&expected_head, {});
+  VerifyOptions options;
+  options.expected_head = expected_head;
+  return impl_->storage_->verify(options);
 }
 
 VerifyResult EventStore::verify(const VerifyOptions& options) const {
-  const Hash* head = options.expected_head ? &*options.expected_head : nullptr;
-  return impl_->storage_->verify(head, options.on_progress);
+  return impl_->storage_->verify(options);
 }
 
 void EventStore::write_sql(const std::function<void(Sql&)>& fn) { impl_->storage_->write_sql(fn); }

@@ -101,8 +101,8 @@ class Storage {
   virtual LogEnd log_end() = 0;
   virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
   virtual std::vector<RecordedEvent> compensations_of(const EventId& id) = 0;
-  virtual VerifyResult verify(const Hash* expected_head,
-                              const std::function<void(Position)>& on_progress) = 0;
+  // EventStore::verify: the whole chain in one read snapshot, as `options` say.
+  virtual VerifyResult verify(const VerifyOptions& options) = 0;
   // One write transaction serialised with appends / one read transaction (sql.hpp).
   virtual void write_sql(const std::function<void(Sql&)>& fn) = 0;
   virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;

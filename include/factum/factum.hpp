@@ -4,6 +4,7 @@
 #include "factum/aggregates/aggregate.hpp"
 #include "factum/aggregates/repository.hpp"
 
+#include "factum/eventstore/anchor.hpp"
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"

@@ -17,26 +17,6 @@ using Problem = VerifyResult::Problem;
 
 namespace {
 
-std::string problem_name(Problem p) {
-  switch (p) {
-    case Problem::none:
-      return "none";
-    case Problem::hash_mismatch:
-      return "hash_mismatch";
-    case Problem::position_gap:
-      return "position_gap";
-    case Problem::malformed_row:
-      return "malformed_row";
-    case Problem::truncated:
-      return "truncated";
-    case Problem::head_mismatch:
-      return "head_mismatch";
-    case Problem::unchained_row:
-      return "unchained_row";
-  }
-  return "?";
-}
-
 // What docs/verify_chain.py says of the file: "none" when intact, else "<problem> at position
 // <n>", as it prints it.
 std::string python_verdict(const std::filesystem::path& file) {
@@ -55,7 +35,8 @@ std::string python_verdict(const std::filesystem::path& file) {
 // The C++ verify and the Python script agree on the problem and its position.
 void check_python_agrees(const std::filesystem::path& file, const VerifyResult& r) {
   const std::string expected =
-      r.ok() ? "none" : problem_name(r.problem) + " at position " + std::to_string(r.position);
+      r.ok() ? "none"
+             : std::string(problem_name(r.problem)) + " at position " + std::to_string(r.position);
   CHECK(python_verdict(file) == expected);
 }
 

@@ -122,11 +122,10 @@ class PostgresStorage final : public Storage {
     });
   }
 
-  VerifyResult verify(const Hash* expected_head,
-                      const std::function<void(Position)>& on_progress) override {
+  VerifyResult verify(const VerifyOptions& options) override {
     // One snapshot for everything below, however many appends commit meanwhile.
     auto c = begin_read("verifying the hash chain");
-    ChainWalk walk(expected_head);
+    ChainWalk walk(options);
     PgResult counts =
         Params().run(*c, "SELECT count(*), min(position) FROM events", "counting the events");
     const std::int64_t rows = counts.int64_or(0, 0, 0);
@@ -147,7 +146,7 @@ class PostgresStorage final : public Storage {
         }
       }
       if (page.rows() < kVerifyPage) break;
-      if (on_progress) on_progress(walk.result().events_checked);
+      if (options.on_progress) options.on_progress(walk.result().events_checked);
     }
     PgResult store = Params().run(*c, "SELECT position FROM factum_store WHERE id = 1",
                                   "reading the log's head");

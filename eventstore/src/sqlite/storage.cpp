@@ -157,11 +157,10 @@ class SqliteStorage final : public Storage {
     return out;
   }
 
-  VerifyResult verify(const Hash* expected_head,
-                      const std::function<void(Position)>& on_progress) override {
-    if (born()) return verify_chain(*readers_, expected_head, on_progress);
-    // An empty log: nothing to walk, and no expected head can be in it.
-    ChainWalk walk(expected_head);
+  VerifyResult verify(const VerifyOptions& options) override {
+    if (born()) return verify_chain(*readers_, options);
+    // An empty log: nothing to walk, and no expected or anchored head can be in it.
+    ChainWalk walk(options);
     return walk.finish(0, 0);
   }
 

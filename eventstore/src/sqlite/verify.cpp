@@ -63,16 +63,15 @@ VerifyResult check_streams(ReadConnection& conn, const ChainWalk& walk, VerifyRe
 
 }  // namespace
 
-VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head,
-                          const std::function<void(Position)>& on_progress) {
+VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options) {
   auto conn = pool.acquire();
   // One read transaction for everything below: the counts, the walk and the counter describe
   // the same snapshot, however many appends commit meanwhile.
   Transaction snapshot(conn->db, Transaction::Mode::deferred);
-  ChainWalk walk(expected_head);
+  ChainWalk walk(options);
   const EventRows rows = event_rows(*conn);
   if (rows.min < 1) return walk.unchained(rows.min);
-  if (!walk_pages(*conn, walk, on_progress)) return walk.result();
+  if (!walk_pages(*conn, walk, options.on_progress)) return walk.result();
   const VerifyResult r = walk.finish(sequence_of(*conn), rows.count);
   return r.ok() ? check_streams(*conn, walk, r) : r;
 }

@@ -12,7 +12,6 @@ namespace factum::detail {
 
 // Recomputes every event's hash in position order; see EventStore::verify. Calls
 // `on_progress` (when set) with the events checked so far after each page.
-VerifyResult verify_chain(ReaderPool& pool, const Hash* expected_head,
-                          const std::function<void(Position)>& on_progress);
+VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options);
 
 }  // namespace factum::detail

@@ -99,6 +99,10 @@ struct VerifyResult {
     head_mismatch,  // the expected head hash is not in the chain: the log was cut off
     unchained_row,  // a row the chain does not cover: an event below position 1, or a
                     // stream without events (inserted behind the library's back)
+    behind_anchor,  // the log ends before an anchored position: a cut-off tail, a lost WAL,
+                    // an old backup put back (VerifyOptions::anchored_heads, anchor.hpp)
+    anchor_mismatch,  // the log holds another event at an anchored position: a rewrite
+    bad_anchor,       // an anchor's signature or the anchors' chain is broken (anchor.hpp)
   };
   Problem problem = Problem::none;
   Position events_checked = 0;  // how many events were walked
@@ -111,11 +115,19 @@ struct VerifyResult {
   explicit operator bool() const noexcept { return ok(); }
 };
 
+// The problem's name as written above ("hash_mismatch", ...): what `factum verify` and
+// docs/verify_chain.py print.
+std::string_view problem_name(VerifyResult::Problem problem) noexcept;
+
 // How verify(const VerifyOptions&) walks the chain.
 struct VerifyOptions {
   // When set, verify also fails (head_mismatch) unless this is the hash of some event in the
   // log, as verify(expected_head) does. Default: none.
   std::optional<Hash> expected_head{};
+  // Heads the log must still hold, each at its own position (the anchored heads of anchor.hpp;
+  // any order): verify fails with behind_anchor when the log ends before one, and with
+  // anchor_mismatch when the event at its position has another hash. Default: none.
+  std::vector<Head> anchored_heads{};
   // Called on the verifying thread with the number of events checked so far, after each page
   // of the walk (a few thousand events), for a progress bar. Must not throw. Default: none.
   std::function<void(Position events_checked)> on_progress{};

@@ -1,0 +1,93 @@
+// Anchoring a store's head and checking anchors, alone and against a store (anchor.hpp).
+#include <chrono>
+#include <string>
+
+#include "factum/eventstore/anchor.hpp"
+
+namespace factum {
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Refuses to anchor a log that lost or rewrote what `last` anchored.
+void check_still_holds(const EventStore& store, const Head& head, const Anchor& last) {
+  const std::string what = "factum: not anchoring the store: ";
+  if (head.position < last.position) {
+    throw AnchorError(what + "its head is at position " + std::to_string(head.position) +
+                      ", behind the last anchor's position " + std::to_string(last.position) +
+                      " (anchored events are gone; verify with the anchors says more)");
+  }
+  if (last.position == 0) return;
+  for (const RecordedEvent& e : store.read_all(last.position)) {
+    if (e.position == last.position && e.hash == last.head) return;
+    break;
+  }
+  throw AnchorError(what + "the event at position " + std::to_string(last.position) +
+                    " is not the one the last anchor signed (the log was rewritten; verify with "
+                    "the anchors says more)");
+}
+
+VerifyResult bad(const Anchor& a, std::size_t index, const std::string& what) {
+  VerifyResult r;
+  r.problem = VerifyResult::Problem::bad_anchor;
+  r.position = a.position;
+  r.message = "anchor " + std::to_string(index + 1) + " (position " + std::to_string(a.position) +
+              "): " + what;
+  return r;
+}
+
+}  // namespace
+
+Anchor anchor_head(const EventStore& store, const AnchorSigningKey& key, AnchorSink& sink) {
+  return sink.append([&](const std::optional<Anchor>& last) {
+    const Head head = store.head();
+    if (last) check_still_holds(store, head, *last);
+    return key.sign(head, now_ms(), last);
+  });
+}
+
+VerifyResult check_anchors(const std::vector<Anchor>& anchors, const AnchorPublicKey& key) {
+  for (std::size_t i = 0; i < anchors.size(); ++i) {
+    const Anchor& a = anchors[i];
+    if (!key.verifies(a)) {
+      return bad(a, i,
+                 "its signature is not the public key's over its fields: it was altered, "
+                 "or signed by another key");
+    }
+    if ((a.position == 0) != (a.head == Hash{})) {
+      return bad(a, i, "an empty log's anchor has an all-zero head, and only it does");
+    }
+    if (i == 0 && a.previous != Hash{}) {
+      return bad(a, i,
+                 "the first anchor follows another one (its previous hash is not zero): "
+                 "anchors before it are missing");
+    }
+    if (i > 0 && a.previous != anchors[i - 1].hash()) {
+      return bad(a, i,
+                 "it does not follow anchor " + std::to_string(i) +
+                     " (its previous hash is not that anchor's hash): an anchor between "
+                     "them is missing, or they were reordered or altered");
+    }
+    if (i > 0 && a.position < anchors[i - 1].position) {
+      return bad(a, i,
+                 "its position is lower than anchor " + std::to_string(i) + "'s (" +
+                     std::to_string(anchors[i - 1].position) +
+                     "): a log that went back was anchored");
+    }
+  }
+  return {};
+}
+
+VerifyResult verify_anchored(const EventStore& store, const std::vector<Anchor>& anchors,
+                             const AnchorPublicKey& key, VerifyOptions options) {
+  VerifyResult r = check_anchors(anchors, key);
+  if (!r.ok()) return r;
+  for (const Anchor& a : anchors) options.anchored_heads.push_back(Head{a.position, a.head});
+  return store.verify(options);
+}
+
+}  // namespace factum

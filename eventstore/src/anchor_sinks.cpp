@@ -1,0 +1,211 @@
+// Where anchors go (anchor.hpp): an append-only file of JSON lines, fsynced line by line and
+// locked while one is added, and a sink that hands each anchor to the application.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "factum/eventstore/anchor.hpp"
+
+namespace factum {
+namespace {
+
+// How long an append waits for another process's append to the same file before it gives up.
+constexpr auto kLockWait = std::chrono::seconds(30);
+// An anchor's line is ~330 bytes; the tail read to find the last one.
+constexpr off_t kTail = 64 * 1024;
+
+// `error`: the errno of the call that failed, or 0 when no call did.
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int error = 0) {
+  throw AnchorError("factum: cannot append to the anchor file '" + path.string() + "': " + what +
+                    (error != 0 ? std::string(" (") + std::strerror(error) + ")" : ""));
+}
+
+// An open anchor file, locked exclusively for one append (released when closed).
+class LockedFile {
+ public:
+  explicit LockedFile(const std::filesystem::path& path) : path_(path) {
+    std::error_code ec;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    created_ = !std::filesystem::exists(path, ec);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(path, "it cannot be opened", errno);
+    try {
+      lock();
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
+  }
+  ~LockedFile() { ::close(fd_); }
+  LockedFile(const LockedFile&) = delete;
+  LockedFile& operator=(const LockedFile&) = delete;
+
+  // The file's last complete line (nullopt when it has none), after cutting off a torn one.
+  std::optional<std::string> last_line() {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail(path_, "its size cannot be read", errno);
+    const off_t size = st.st_size;
+    const off_t from = size > kTail ? size - kTail : 0;
+    std::string tail(static_cast<std::size_t>(size - from), '\0');
+    if (!tail.empty() &&
+        ::pread(fd_, tail.data(), tail.size(), from) != static_cast<ssize_t>(tail.size())) {
+      fail(path_, "it cannot be read", errno);
+    }
+    const std::size_t end = tail.rfind('\n');  // the end of the last complete line
+    const off_t complete = end == std::string::npos ? from : from + static_cast<off_t>(end) + 1;
+    if (complete < size) cut(complete);  // a torn line: a write that never finished
+    end_ = complete;
+    if (end == std::string::npos && from == 0) return std::nullopt;
+    const std::size_t before =
+        end == 0 || end == std::string::npos ? std::string::npos : tail.rfind('\n', end - 1);
+    if (before == std::string::npos && from > 0) {
+      fail(path_, "its last line is longer than 64 KiB: not an anchor file");
+    }
+    const std::size_t begin = before == std::string::npos ? 0 : before + 1;
+    return tail.substr(begin, end - begin);
+  }
+
+  // Writes `line` at the end and makes it durable; on a failure, cuts the file back.
+  void append(const std::string& line) {
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n =
+          ::pwrite(fd_, line.data() + done, line.size() - done, end_ + static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int error = n < 0 ? errno : ENOSPC;
+        cut_back();
+        fail(path_, "the anchor cannot be written", error);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd_) != 0) {
+      const int error = errno;
+      cut_back();
+      fail(path_, "the anchor cannot be flushed to disk", error);
+    }
+    if (created_) sync_folder();
+  }
+
+ private:
+  // Waits (bounded) for the exclusive lock: another append holds it only while it writes.
+  void lock() {
+    const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) fail(path_, "it cannot be locked", errno);
+      if (std::chrono::steady_clock::now() > deadline) {
+        fail(path_, "another process held its lock for 30 seconds");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  // After a failed write: nothing of the line stays.
+  void cut_back() noexcept {
+    if (::ftruncate(fd_, end_) != 0) {
+      // The write's error is the one reported; the next append cuts a torn line off anyway.
+    }
+  }
+  void cut(off_t size) {
+    if (::ftruncate(fd_, size) != 0 || ::fsync(fd_) != 0) {
+      fail(path_, "a torn last line cannot be cut off", errno);
+    }
+  }
+  // A new file's name is durable only once its folder is flushed.
+  void sync_folder() {
+    const std::filesystem::path folder = path_.has_parent_path() ? path_.parent_path() : ".";
+    const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) fail(path_, "its folder cannot be opened to flush the new file's name", errno);
+    const int rc = ::fsync(dir);
+    const int error = errno;
+    ::close(dir);
+    if (rc != 0) fail(path_, "its folder cannot be flushed", error);
+  }
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  bool created_ = false;
+  off_t end_ = 0;
+};
+
+}  // namespace
+
+AnchorFile::AnchorFile(std::filesystem::path path) : path_(std::move(path)) {}
+
+Anchor AnchorFile::append(const std::function<Anchor(const std::optional<Anchor>& last)>& make) {
+  LockedFile file(path_);
+  const std::optional<std::string> line = file.last_line();
+  std::optional<Anchor> last;
+  if (line) {
+    try {
+      last = Anchor::from_json(*line);
+    } catch (const AnchorError& e) {
+      throw AnchorError("factum: the last line of the anchor file '" + path_.string() +
+                        "' is not an anchor: " + e.what());
+    }
+  }
+  Anchor next = make(last);
+  file.append(next.to_json() + "\n");
+  return next;
+}
+
+std::vector<Anchor> AnchorFile::anchors() {
+  std::vector<Anchor> out;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec)) return out;
+    throw AnchorError("factum: cannot read the anchor file '" + path_.string() + "'");
+  }
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (in.eof()) break;  // no newline: a torn write that never counted
+    try {
+      out.push_back(Anchor::from_json(line));
+    } catch (const AnchorError& e) {
+      throw AnchorError("factum: line " + std::to_string(number) + " of the anchor file '" +
+                        path_.string() + "': " + e.what());
+    }
+  }
+  if (in.bad()) throw AnchorError("factum: cannot read the anchor file '" + path_.string() + "'");
+  return out;
+}
+
+struct CallbackAnchorSink::State {
+  std::mutex mutex;
+  std::function<void(const Anchor&)> deliver;
+  std::vector<Anchor> anchors;
+};
+
+CallbackAnchorSink::CallbackAnchorSink(std::function<void(const Anchor&)> deliver,
+                                       std::optional<Anchor> last)
+    : state_(std::make_shared<State>()) {
+  state_->deliver = std::move(deliver);
+  if (last) state_->anchors.push_back(*last);
+}
+
+Anchor CallbackAnchorSink::append(
+    const std::function<Anchor(const std::optional<Anchor>& last)>& make) {
+  std::lock_guard lock(state_->mutex);
+  std::optional<Anchor> last;
+  if (!state_->anchors.empty()) last = state_->anchors.back();
+  Anchor next = make(last);
+  state_->deliver(next);
+  state_->anchors.push_back(next);
+  return next;
+}
+
+std::vector<Anchor> CallbackAnchorSink::anchors() {
+  std::lock_guard lock(state_->mutex);
+  return state_->anchors;
+}
+
+}  // namespace factum
