@@ -1,35 +1,11 @@
 // Anchoring a store's head and checking anchors, alone and against a store (anchor.hpp).
-#include <chrono>
 #include <string>
 
+#include "anchoring.hpp"
 #include "factum/eventstore/anchor.hpp"
 
 namespace factum {
 namespace {
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Refuses to anchor a log that lost or rewrote what `last` anchored.
-void check_still_holds(const EventStore& store, const Head& head, const Anchor& last) {
-  const std::string what = "factum: not anchoring the store: ";
-  if (head.position < last.position) {
-    throw AnchorError(what + "its head is at position " + std::to_string(head.position) +
-                      ", behind the last anchor's position " + std::to_string(last.position) +
-                      " (anchored events are gone; verify with the anchors says more)");
-  }
-  if (last.position == 0) return;
-  for (const RecordedEvent& e : store.read_all(last.position)) {
-    if (e.position == last.position && e.hash == last.head) return;
-    break;
-  }
-  throw AnchorError(what + "the event at position " + std::to_string(last.position) +
-                    " is not the one the last anchor signed (the log was rewritten; verify with "
-                    "the anchors says more)");
-}
 
 VerifyResult bad(const Anchor& a, std::size_t index, const std::string& what) {
   VerifyResult r;
@@ -43,11 +19,7 @@ VerifyResult bad(const Anchor& a, std::size_t index, const std::string& what) {
 }  // namespace
 
 Anchor anchor_head(const EventStore& store, const AnchorSigningKey& key, AnchorSink& sink) {
-  return sink.append([&](const std::optional<Anchor>& last) {
-    const Head head = store.head();
-    if (last) check_still_holds(store, head, *last);
-    return key.sign(head, now_ms(), last);
-  });
+  return detail::anchor_log(detail::anchored_log(store), key, sink);
 }
 
 VerifyResult check_anchors(const std::vector<Anchor>& anchors, const AnchorPublicKey& key) {

@@ -25,8 +25,50 @@ constexpr off_t kTail = 64 * 1024;
 
 // `error`: the errno of the call that failed, or 0 when no call did.
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int error = 0) {
-  throw AnchorError("factum: cannot append to the anchor file '" + path.string() + "': " + what +
+  throw AnchorError("factum: cannot use the anchor file '" + path.string() + "': " + what +
                     (error != 0 ? std::string(" (") + std::strerror(error) + ")" : ""));
+}
+
+// The end of a file of lines: its last complete line (nullopt when it has none), where that
+// line ends (after its newline) and the file's size (beyond: a torn line).
+struct Tail {
+  std::optional<std::string> line;
+  off_t complete = 0;
+  off_t size = 0;
+};
+
+Tail read_tail(int fd, const std::filesystem::path& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(path, "its size cannot be read", errno);
+  Tail t;
+  t.size = st.st_size;
+  const off_t from = t.size > kTail ? t.size - kTail : 0;
+  std::string tail(static_cast<std::size_t>(t.size - from), '\0');
+  if (!tail.empty() &&
+      ::pread(fd, tail.data(), tail.size(), from) != static_cast<ssize_t>(tail.size())) {
+    fail(path, "it cannot be read", errno);
+  }
+  const std::size_t end = tail.rfind('\n');  // the end of the last complete line
+  t.complete = end == std::string::npos ? from : from + static_cast<off_t>(end) + 1;
+  if (end == std::string::npos && from == 0) return t;
+  const std::size_t before =
+      end == 0 || end == std::string::npos ? std::string::npos : tail.rfind('\n', end - 1);
+  if (before == std::string::npos && from > 0) {
+    fail(path, "its last line is longer than 64 KiB: not an anchor file");
+  }
+  const std::size_t begin = before == std::string::npos ? 0 : before + 1;
+  t.line = tail.substr(begin, end - begin);
+  return t;
+}
+
+// Parses the last line of the anchor file `path`.
+Anchor last_anchor(const std::filesystem::path& path, const std::string& line) {
+  try {
+    return Anchor::from_json(line);
+  } catch (const AnchorError& e) {
+    throw AnchorError("factum: the last line of the anchor file '" + path.string() +
+                      "' is not an anchor: " + e.what());
+  }
 }
 
 // An open anchor file, locked exclusively for one append (released when closed).
@@ -51,27 +93,10 @@ class LockedFile {
 
   // The file's last complete line (nullopt when it has none), after cutting off a torn one.
   std::optional<std::string> last_line() {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail(path_, "its size cannot be read", errno);
-    const off_t size = st.st_size;
-    const off_t from = size > kTail ? size - kTail : 0;
-    std::string tail(static_cast<std::size_t>(size - from), '\0');
-    if (!tail.empty() &&
-        ::pread(fd_, tail.data(), tail.size(), from) != static_cast<ssize_t>(tail.size())) {
-      fail(path_, "it cannot be read", errno);
-    }
-    const std::size_t end = tail.rfind('\n');  // the end of the last complete line
-    const off_t complete = end == std::string::npos ? from : from + static_cast<off_t>(end) + 1;
-    if (complete < size) cut(complete);  // a torn line: a write that never finished
-    end_ = complete;
-    if (end == std::string::npos && from == 0) return std::nullopt;
-    const std::size_t before =
-        end == 0 || end == std::string::npos ? std::string::npos : tail.rfind('\n', end - 1);
-    if (before == std::string::npos && from > 0) {
-      fail(path_, "its last line is longer than 64 KiB: not an anchor file");
-    }
-    const std::size_t begin = before == std::string::npos ? 0 : before + 1;
-    return tail.substr(begin, end - begin);
+    Tail tail = read_tail(fd_, path_);
+    if (tail.complete < tail.size) cut(tail.complete);  // a torn line: a write that never finished
+    end_ = tail.complete;
+    return std::move(tail.line);
   }
 
   // Writes `line` at the end and makes it durable; on a failure, cuts the file back.
@@ -144,17 +169,26 @@ Anchor AnchorFile::append(const std::function<Anchor(const std::optional<Anchor>
   LockedFile file(path_);
   const std::optional<std::string> line = file.last_line();
   std::optional<Anchor> last;
-  if (line) {
-    try {
-      last = Anchor::from_json(*line);
-    } catch (const AnchorError& e) {
-      throw AnchorError("factum: the last line of the anchor file '" + path_.string() +
-                        "' is not an anchor: " + e.what());
-    }
-  }
+  if (line) last = last_anchor(path_, *line);
   Anchor next = make(last);
   file.append(next.to_json() + "\n");
   return next;
+}
+
+std::optional<Anchor> AnchorFile::last() {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
+  if (fd < 0) fail(path_, "it cannot be opened", errno);
+  std::optional<Tail> tail;
+  try {
+    tail = read_tail(fd, path_);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  if (!tail->line) return std::nullopt;
+  return last_anchor(path_, *tail->line);
 }
 
 std::vector<Anchor> AnchorFile::anchors() {
@@ -201,6 +235,12 @@ Anchor CallbackAnchorSink::append(
   state_->deliver(next);
   state_->anchors.push_back(next);
   return next;
+}
+
+std::optional<Anchor> CallbackAnchorSink::last() {
+  std::lock_guard lock(state_->mutex);
+  if (state_->anchors.empty()) return std::nullopt;
+  return state_->anchors.back();
 }
 
 std::vector<Anchor> CallbackAnchorSink::anchors() {

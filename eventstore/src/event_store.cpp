@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "anchoring.hpp"
 #include "postgres_target.hpp"
 #include "storage.hpp"
 #include "validation.hpp"
@@ -13,11 +14,15 @@ namespace detail {
 class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
-      : path_(path), options_(options), storage_(open_storage(path, options)) {}
+      : path_(path), options_(options), storage_(open_storage(path, options)) {
+    start_anchoring();
+  }
   StoreImpl(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
       : path_(target->shown),
         options_(options),
-        storage_(open_postgres_storage(std::move(target), options)) {}
+        storage_(open_postgres_storage(std::move(target), options)) {
+    start_anchoring();
+  }
 
   std::vector<AppendResult> append(std::span<const AppendView> appends) {
     validate(appends);
@@ -29,6 +34,9 @@ class StoreImpl {
     if (!signal_.empty()) sink.events = &committed;
     const AppendHook* hook = appending_.empty() ? nullptr : &hook_;
     auto results = storage_->append(appends, sink, hook);
+    if (sink.first_written != 0 && anchorer_) {
+      anchorer_->appended(sink.last_written - sink.first_written + 1);
+    }
     if (sink.first_written == 0 || signal_.empty()) return results;
     if (sink.events == nullptr) read_back(sink, committed);
     signal_(committed);
@@ -68,12 +76,38 @@ class StoreImpl {
     return visit_pages(*storage_, std::move(query), options_.read_page_size, fn);
   }
 
+  // What anchoring reads of this store: its head and, through the checked walk, its event at
+  // a position.
+  AnchoredLog anchored_log() const {
+    return {[this] { return storage_->head(); },
+            [this](Position p) -> std::optional<Hash> {
+              for (const RecordedEvent& e : range({PageQuery::Kind::all, {}, p})) {
+                if (e.position == p) return e.hash;
+                break;
+              }
+              return std::nullopt;
+            }};
+  }
+
+  // StoreOptions::anchoring: the check against the newest anchor, then the anchoring thread.
+  void start_anchoring() {
+    const AnchoringOptions& a = options_.anchoring;
+    if (!a.key || !a.sink) return;
+    if (a.check_at_open) check_at_open(anchored_log(), a, path_.string());
+    if (a.every_events == 0 && a.every.count() == 0 && !a.at_close) return;
+    anchorer_ = std::make_unique<Anchorer>(a, [this] {
+      return anchor_log(anchored_log(), *options_.anchoring.key, *options_.anchoring.sink);
+    });
+  }
+
   std::filesystem::path path_;
   StoreOptions options_;
   std::shared_ptr<Storage> storage_;
   EventStore::AppendedSignal signal_;
   EventStore::AppendingSignal appending_;
   AppendHook hook_ = [this](AppendTransaction& tx) { appending_(tx); };
+  // Last: stopped (and its closing anchor made) while the storage is still open.
+  std::unique_ptr<Anchorer> anchorer_;
 };
 
 }  // namespace detail

@@ -245,11 +245,14 @@ TEST_CASE("anchor_head refuses a store that is behind or differs from the last a
   TempStore shorter;
   shorter.store.append("s-1", ExpectedVersion::any(), make_events(8));
   CHECK_THROWS_WITH_AS(anchor_head(shorter.store, a.key, a.file),
-                       doctest::Contains("behind the last anchor's position 10"), AnchorError);
+                       doctest::Contains("it ends at position 8, behind the anchor of position 10"),
+                       AnchorError);
   TempStore other;
   other.store.append("s-1", ExpectedVersion::any(), make_events(12));
-  CHECK_THROWS_WITH_AS(anchor_head(other.store, a.key, a.file),
-                       doctest::Contains("is not the one the last anchor signed"), AnchorError);
+  CHECK_THROWS_WITH_AS(
+      anchor_head(other.store, a.key, a.file),
+      doctest::Contains("its event at position 10 is not the one signed by the anchor"),
+      AnchorError);
   CHECK(slurp_file(a.file.path()) == before);  // nothing appended
 }
 

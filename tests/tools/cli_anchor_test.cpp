@@ -66,7 +66,7 @@ TEST_CASE("a cut-off tail with its counter wound back verifies alone but is behi
   const std::string before = file_bytes(a.anchors);
   const CliResult again = a.anchor();
   CHECK(again.code == 1);
-  CHECK(contains(again.err, "behind the last anchor's position 8"));
+  CHECK(contains(again.err, "ends at position 6, behind the anchor of position 8"));
   CHECK(file_bytes(a.anchors) == before);
 }
 

@@ -112,6 +112,9 @@ class AnchorSink {
   // one. Returns what it appended once it is durable. Throws what `make` throws, or
   // AnchorError / StorageError when the sink cannot be read or written (nothing is appended).
   virtual Anchor append(const std::function<Anchor(const std::optional<Anchor>& last)>& make) = 0;
+  // The newest anchor the sink holds (nullopt: none), without reading them all. Throws as
+  // anchors() does.
+  virtual std::optional<Anchor> last() = 0;
   // Every anchor the sink holds, oldest first. Throws AnchorError when one cannot be parsed.
   virtual std::vector<Anchor> anchors() = 0;
 };
@@ -125,6 +128,8 @@ class AnchorFile final : public AnchorSink {
  public:
   explicit AnchorFile(std::filesystem::path path);
   Anchor append(const std::function<Anchor(const std::optional<Anchor>& last)>& make) override;
+  // Reads only the file's end (a torn last line is passed over).
+  std::optional<Anchor> last() override;
   // Throws AnchorError naming the file and the line that cannot be parsed; a file that does
   // not exist holds no anchors.
   std::vector<Anchor> anchors() override;
@@ -143,6 +148,7 @@ class CallbackAnchorSink final : public AnchorSink {
   explicit CallbackAnchorSink(std::function<void(const Anchor&)> deliver,
                               std::optional<Anchor> last = std::nullopt);
   Anchor append(const std::function<Anchor(const std::optional<Anchor>& last)>& make) override;
+  std::optional<Anchor> last() override;
   // The anchors appended through this object (and `last`), oldest first.
   std::vector<Anchor> anchors() override;
 

@@ -91,16 +91,16 @@ struct Head {
 // What verify() found.
 struct VerifyResult {
   enum class Problem {
-    none,           // the chain is intact
-    hash_mismatch,  // an event's hash does not match its fields and the previous hash
-    position_gap,   // positions skip: events were deleted
-    malformed_row,  // a column holds the wrong kind or size of value
-    truncated,      // the position counter is past the last event: the end was cut off
-    head_mismatch,  // the expected head hash is not in the chain: the log was cut off
-    unchained_row,  // a row the chain does not cover: an event below position 1, or a
-                    // stream without events (inserted behind the library's back)
-    behind_anchor,  // the log ends before an anchored position: a cut-off tail, a lost WAL,
-                    // an old backup put back (VerifyOptions::anchored_heads, anchor.hpp)
+    none,             // the chain is intact
+    hash_mismatch,    // an event's hash does not match its fields and the previous hash
+    position_gap,     // positions skip: events were deleted
+    malformed_row,    // a column holds the wrong kind or size of value
+    truncated,        // the position counter is past the last event: the end was cut off
+    head_mismatch,    // the expected head hash is not in the chain: the log was cut off
+    unchained_row,    // a row the chain does not cover: an event below position 1, or a
+                      // stream without events (inserted behind the library's back)
+    behind_anchor,    // the log ends before an anchored position: a cut-off tail, a lost WAL,
+                      // an old backup put back (VerifyOptions::anchored_heads, anchor.hpp)
     anchor_mismatch,  // the log holds another event at an anchored position: a rewrite
     bad_anchor,       // an anchor's signature or the anchors' chain is broken (anchor.hpp)
   };

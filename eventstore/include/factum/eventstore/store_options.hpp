@@ -6,8 +6,40 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 
 namespace factum {
+
+class AnchorSigningKey;  // anchor.hpp
+class AnchorSink;        // anchor.hpp
+
+// Anchoring as the service runs (anchor.hpp): the store signs its head with `key` and appends
+// the anchor to `sink` on a thread of its own, never on an append's path; an append never waits
+// for it or fails because of it. Off unless both `key` and `sink` are set.
+struct AnchoringOptions {
+  std::shared_ptr<const AnchorSigningKey> key{};  // Default: none (no anchoring)
+  std::shared_ptr<AnchorSink> sink{};             // Default: none
+  // Anchor once this many events were appended through this store since its last anchor
+  // (0: not by count). Default: 1000.
+  std::uint64_t every_events = 1000;
+  // Anchor at most this long after the first append not yet anchored (0: not by time).
+  // Default: 60 seconds.
+  std::chrono::milliseconds every{60000};
+  // Anchor what was appended since the last anchor when the store closes (its last handle is
+  // destroyed). Default: true.
+  bool at_close = true;
+  // At open, compare the store with the sink's newest anchor (its signature checked with the
+  // key's public key) and refuse (AnchorError naming the anchor) a store that is behind it or
+  // holds another event at its position. Default: true.
+  bool check_at_open = true;
+  // Called on the anchoring thread with each failure (the sink unreachable, a refused store);
+  // the anchor is retried after `retry` (and at close). Must not throw. Default: none.
+  std::function<void(std::exception_ptr)> on_error{};
+  // How long after a failure the next attempt is made. Default: 1 second.
+  std::chrono::milliseconds retry{1000};
+};
 
 enum class Durability {
   // Every commit is on disk before append returns (SQLite synchronous=FULL): survives a
@@ -48,6 +80,8 @@ struct StoreOptions {
   // Upper bound of the file's size in bytes (0: no bound). Writes that would pass it throw
   // StorageError (kind full), as on a full disk. Default: 0.
   std::uint64_t max_file_size = 0;
+  // Signed anchors of the head, kept outside the store (AnchoringOptions). Default: off.
+  AnchoringOptions anchoring{};
 };
 
 }  // namespace factum
