@@ -188,11 +188,17 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def run(main_function):
+    """Runs main_function(sys.argv) as a script: its result is the exit status; a SystemExit
+    with a message (unusable input) prints it on stderr and exits 2."""
     try:
-        sys.exit(main(sys.argv))
+        sys.exit(main_function(sys.argv))
     except SystemExit as e:
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
             sys.exit(2)
         raise
+
+
+if __name__ == "__main__":
+    run(main)

@@ -2,49 +2,27 @@
 
 #include <charconv>
 #include <map>
-#include <span>
+
+#include "hex.hpp"
 
 namespace factum::detail {
 namespace {
 
 constexpr std::int64_t kFormat = 1;
 
-std::string hex(std::span<const std::uint8_t> bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (std::uint8_t b : bytes) {
-    s.push_back(kHex[b >> 4]);
-    s.push_back(kHex[b & 0xf]);
-  }
-  return s;
-}
-
 [[noreturn]] void bad(const std::string& what) {
   throw AnchorError("factum: not an anchor: " + what);
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 template <std::size_t N>
 std::array<std::uint8_t, N> unhex(std::string_view field, std::string_view text) {
-  std::array<std::uint8_t, N> out{};
   if (text.size() != 2 * N) {
     bad("\"" + std::string(field) + "\" must be " + std::to_string(2 * N) +
         " hexadecimal digits, not " + std::to_string(text.size()) + " characters");
   }
-  for (std::size_t i = 0; i < N; ++i) {
-    const int hi = hex_digit(text[2 * i]);
-    const int lo = hex_digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) bad("\"" + std::string(field) + "\" holds a character that is not hex");
-    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
-  return out;
+  const auto bytes = bytes_of_hex<N>(text);
+  if (!bytes) bad("\"" + std::string(field) + "\" holds a character that is not hex");
+  return *bytes;
 }
 
 // A flat JSON object of strings (without escapes) and integers, as anchor_to_json writes it.
@@ -142,8 +120,9 @@ class FlatObject {
 
 std::string anchor_to_json(const Anchor& a) {
   return "{\"anchor\":" + std::to_string(kFormat) + ",\"position\":" + std::to_string(a.position) +
-         ",\"head\":\"" + hex(a.head) + "\",\"time_ms\":" + std::to_string(a.time_ms) +
-         ",\"previous\":\"" + hex(a.previous) + "\",\"signature\":\"" + hex(a.signature) + "\"}";
+         ",\"head\":\"" + hex_of(a.head) + "\",\"time_ms\":" + std::to_string(a.time_ms) +
+         ",\"previous\":\"" + hex_of(a.previous) + "\",\"signature\":\"" + hex_of(a.signature) +
+         "\"}";
 }
 
 Anchor anchor_from_json(std::string_view line) {
