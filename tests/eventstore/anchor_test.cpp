@@ -1,11 +1,13 @@
 // Anchored heads (anchor.hpp): signed receipts of a log's head kept outside the store, checked
 // alone (bad_anchor) and against a store (behind_anchor, anchor_mismatch), on both backends.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -318,6 +320,39 @@ TEST_CASE("an anchor file's torn last line is ignored and cut off, and a bad lin
   CHECK_THROWS_WITH_AS(a.anchor(), doctest::Contains("last line of the anchor file"), AnchorError);
   // A file that does not exist holds no anchors.
   CHECK(AnchorFile(a.t.dir.file("none.jsonl")).anchors().empty());
+}
+
+TEST_CASE("an anchor that cannot be written whole leaves the file as it was") {
+  Anchored a(3);
+  a.anchor();
+  const std::string before = slurp_file(a.file.path());
+  // A child whose files may not grow past the anchor file's size plus 100 bytes (a full disk
+  // for this file): the next line (~330 bytes) is written only in part, then refused.
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{static_cast<rlim_t>(before.size() + 100),
+                       static_cast<rlim_t>(before.size() + 100)};
+    int rc = setrlimit(RLIMIT_FSIZE, &limit) == 0 ? 2 : 3;
+    try {
+      AnchorFile(a.file.path()).append([&](const std::optional<Anchor>& last) {
+        return a.key.sign(Head{last->position, last->head}, last->time_ms, last);
+      });
+    } catch (const AnchorError& e) {
+      rc = std::string(e.what()).find("the anchor cannot be written") != std::string::npos ? 0 : 4;
+    }
+    _exit(rc);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp_file(a.file.path()) == before);  // nothing of the refused line stays
+  a.t.store.append("s-1", ExpectedVersion::any(), make_events(1));
+  a.anchor();
+  CHECK(a.file.anchors().size() == 2);
+  CHECK(check_anchors(a.file.anchors(), a.pub).ok());
 }
 
 TEST_CASE("threads and processes anchoring to one file at once never fork the chain") {
