@@ -14,6 +14,7 @@ line without its newline is a write that never finished and is ignored. Exit sta
 import hashlib
 import json
 import os
+import re
 import sys
 
 from cryptography.exceptions import InvalidSignature
@@ -24,6 +25,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verify_chain  # noqa: E402  (beside this file)
 
 FIELDS = {"anchor", "position", "head", "time_ms", "previous", "signature"}
+HEX = {"head": 32, "previous": 32, "signature": 64}
+
+
+def strict_object(pairs):
+    """A JSON object as factum reads one: no field twice."""
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError("a field appears twice")
+    return dict(pairs)
+
+
+def parse_anchor(line):
+    """Parses a line as factum does (anchor_json.cpp): ASCII without escapes, exactly FIELDS,
+    integers that are JSON integers, hex fields of exactly their length."""
+    text = line.decode("ascii")  # raises UnicodeDecodeError (a ValueError) on other bytes
+    if "\\" in text:
+        raise ValueError("a string holds an escape")
+    o = json.loads(text, object_pairs_hook=strict_object)
+    if not isinstance(o, dict) or set(o) != FIELDS:
+        raise ValueError("not the fields of an anchor")
+    for name in ("anchor", "position", "time_ms"):
+        if type(o[name]) is not int or not -2**63 <= o[name] < 2**63:
+            raise ValueError(f"{name} is not a 64-bit integer")
+    if o["anchor"] != 1 or o["position"] < 0:
+        raise ValueError("not an anchor of format 1")
+    a = {"position": o["position"], "time_ms": o["time_ms"]}
+    for name, size in HEX.items():
+        if not isinstance(o[name], str) or not re.fullmatch(f"[0-9a-fA-F]{{{2 * size}}}", o[name]):
+            raise ValueError(f"{name} is not {2 * size} hexadecimal digits")
+        a[name] = bytes.fromhex(o[name])
+    return a
 
 
 def signed_bytes(a):
@@ -39,17 +71,9 @@ def read_anchors(path):
     anchors = []
     for number, line in enumerate(lines, 1):
         try:
-            o = json.loads(line)
-            if set(o) != FIELDS or o["anchor"] != 1:
-                raise ValueError("not an anchor of format 1")
-            a = {"position": int(o["position"]), "time_ms": int(o["time_ms"])}
-            for name, size in (("head", 32), ("previous", 32), ("signature", 64)):
-                a[name] = bytes.fromhex(o[name])
-                if len(a[name]) != size:
-                    raise ValueError(f"{name} is not {size} bytes")
-        except (ValueError, TypeError, KeyError) as e:
+            anchors.append(parse_anchor(line))
+        except (ValueError, TypeError, KeyError, RecursionError) as e:
             raise verify_chain.Broken("bad_anchor", 0, f"line {number} of {path}: {e}")
-        anchors.append(a)
     return anchors
 
 
@@ -79,13 +103,19 @@ def check_anchors(anchors, key):
 def main(argv):
     if len(argv) != 4:
         raise SystemExit(__doc__.splitlines()[1])
-    with open(argv[3], "rb") as f:
-        key = load_pem_public_key(f.read())
+    try:
+        with open(argv[3], "rb") as f:
+            key = load_pem_public_key(f.read())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{argv[3]}: not a PEM public key ({e})")
     if not isinstance(key, Ed25519PublicKey):
         raise SystemExit(f"{argv[3]}: not an Ed25519 public key")
     db = verify_chain.open_store(argv[1])
     try:
-        anchors = read_anchors(argv[2])
+        try:
+            anchors = read_anchors(argv[2])
+        except OSError as e:
+            raise SystemExit(f"{argv[2]}: cannot be read ({e})")
         check_anchors(anchors, key)
         db.execute("BEGIN")
         count, head = verify_chain.verify(db, None, [(a["position"], a["head"]) for a in anchors])

@@ -116,7 +116,11 @@ def open_store(path):
 def verify(db, expected_head=None, anchored=()):
     """Walks the chain; `anchored` lists (position, head hash) pairs the log must still hold
     (the anchors of docs/verify_anchors.py): behind_anchor, anchor_mismatch."""
-    anchored = sorted((p, h) for p, h in anchored if p > 0)
+    anchored = [(p, h) for p, h in anchored if p > 0]
+    highest_anchored = max((p for p, _ in anchored), default=0)
+    heads_at = {}
+    for p, h in anchored:
+        heads_at.setdefault(p, []).append(h)
     sql = ("SELECT " + ", ".join(COLUMNS) + ", " + ", ".join(f"typeof({c})" for c in COLUMNS)
            + ", s.category FROM events e LEFT JOIN streams s ON s.stream_key = e.stream_key"
            + " ORDER BY e.position")
@@ -145,16 +149,16 @@ def verify(db, expected_head=None, anchored=()):
         if hashlib.sha256(data).digest() != row[13]:
             raise Broken("hash_mismatch", row[0], f"the hash of the event at position {row[0]} "
                          "does not match its contents and the previous event's hash")
-        for position, head in anchored:
-            if position == row[0] and head != row[13]:
+        for head in heads_at.get(row[0], ()):
+            if head != row[13]:
                 raise Broken("anchor_mismatch", row[0], f"the event at position {row[0]} has hash "
                              f"{row[13].hex()}, but an anchor signed hash {head.hex()} there: the "
                              "log was rewritten after it was anchored")
         previous, expected_pos = row[13], expected_pos + 1
         seen_head = seen_head or previous == expected_head
-    if anchored and anchored[-1][0] >= expected_pos:
+    if highest_anchored >= expected_pos:
         raise Broken("behind_anchor", expected_pos, f"the log ends at position {expected_pos - 1}, "
-                     f"behind an anchor of position {anchored[-1][0]}: anchored events are gone")
+                     f"behind an anchor of position {highest_anchored}: anchored events are gone")
     sequence = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
     if sequence is not None and sequence[0] >= expected_pos:
         raise Broken("truncated", expected_pos, f"the log ends at position {expected_pos - 1} but "

@@ -106,6 +106,9 @@ class FlatObject {
   std::string number_token() {
     const std::size_t start = i_;
     if (peek() == '-') ++i_;
+    if (peek() == '0' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9') {
+      bad("a number has a leading zero (JSON has none)");
+    }
     while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
     if (i_ == start) bad("expected a value at character " + std::to_string(i_ + 1));
     return std::string(s_.substr(start, i_ - start));

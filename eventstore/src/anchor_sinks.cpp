@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "factum/eventstore/anchor.hpp"
+#include "factum/eventstore/location.hpp"
 
 namespace factum {
 namespace {
@@ -42,11 +43,17 @@ Tail read_tail(int fd, const std::filesystem::path& path) {
   if (::fstat(fd, &st) != 0) fail(path, "its size cannot be read", errno);
   Tail t;
   t.size = st.st_size;
-  const off_t from = t.size > kTail ? t.size - kTail : 0;
+  // One byte more than the longest line read: the newline before it.
+  const off_t from = t.size > kTail + 1 ? t.size - kTail - 1 : 0;
   std::string tail(static_cast<std::size_t>(t.size - from), '\0');
-  if (!tail.empty() &&
-      ::pread(fd, tail.data(), tail.size(), from) != static_cast<ssize_t>(tail.size())) {
-    fail(path, "it cannot be read", errno);
+  std::size_t done = 0;
+  while (done < tail.size()) {
+    const ssize_t n =
+        ::pread(fd, tail.data() + done, tail.size() - done, from + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, "it cannot be read", errno);
+    if (n == 0) fail(path, "it shrank while it was read");
+    done += static_cast<std::size_t>(n);
   }
   const std::size_t end = tail.rfind('\n');  // the end of the last complete line
   t.complete = end == std::string::npos ? from : from + static_cast<off_t>(end) + 1;
@@ -59,6 +66,19 @@ Tail read_tail(int fd, const std::filesystem::path& path) {
   const std::size_t begin = before == std::string::npos ? 0 : before + 1;
   t.line = tail.substr(begin, end - begin);
   return t;
+}
+
+// Waits (bounded) for the file's lock (`operation`: LOCK_EX to append, LOCK_SH to read): an
+// append holds it only while it writes one line.
+void lock_file(int fd, const std::filesystem::path& path, int operation) {
+  const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  while (::flock(fd, operation | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) fail(path, "it cannot be locked", errno);
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail(path, "another process held its lock for 30 seconds");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 // Parses the last line of the anchor file `path`.
@@ -77,11 +97,10 @@ class LockedFile {
   explicit LockedFile(const std::filesystem::path& path) : path_(path) {
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-    created_ = !std::filesystem::exists(path, ec);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) fail(path, "it cannot be opened", errno);
     try {
-      lock();
+      lock_file(fd_, path_, LOCK_EX);
     } catch (...) {
       ::close(fd_);
       throw;
@@ -118,21 +137,12 @@ class LockedFile {
       cut_back();
       fail(path_, "the anchor cannot be flushed to disk", error);
     }
-    if (created_) sync_folder();
+    // The file's name too (it may be new, or new since an append that failed): anchors are
+    // rare, so one more flush each costs little.
+    sync_folder();
   }
 
  private:
-  // Waits (bounded) for the exclusive lock: another append holds it only while it writes.
-  void lock() {
-    const auto deadline = std::chrono::steady_clock::now() + kLockWait;
-    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) fail(path_, "it cannot be locked", errno);
-      if (std::chrono::steady_clock::now() > deadline) {
-        fail(path_, "another process held its lock for 30 seconds");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
   // After a failed write: nothing of the line stays.
   void cut_back() noexcept {
     if (::ftruncate(fd_, end_) != 0) {
@@ -157,7 +167,6 @@ class LockedFile {
 
   std::filesystem::path path_;
   int fd_ = -1;
-  bool created_ = false;
   off_t end_ = 0;
 };
 
@@ -181,6 +190,7 @@ std::optional<Anchor> AnchorFile::last() {
   if (fd < 0) fail(path_, "it cannot be opened", errno);
   std::optional<Tail> tail;
   try {
+    lock_file(fd, path_, LOCK_SH);  // no append cuts or writes the end meanwhile
     tail = read_tail(fd, path_);
   } catch (...) {
     ::close(fd);
@@ -212,6 +222,22 @@ std::vector<Anchor> AnchorFile::anchors() {
   if (in.bad()) throw AnchorError("factum: cannot read the anchor file '" + path_.string() + "'");
   return out;
 }
+
+#ifndef FACTUM_HAVE_POSTGRES
+struct PostgresAnchorSink::State {};
+
+PostgresAnchorSink::PostgresAnchorSink(const std::string& uri, std::string) {
+  throw StorageError(StorageError::Kind::other,
+                     "factum: cannot anchor to '" + shown_location(uri) +
+                         "': this build of factum has no PostgreSQL backend (install libpq-dev "
+                         "and configure again)");
+}
+Anchor PostgresAnchorSink::append(const std::function<Anchor(const std::optional<Anchor>&)>&) {
+  return {};
+}
+std::optional<Anchor> PostgresAnchorSink::last() { return std::nullopt; }
+std::vector<Anchor> PostgresAnchorSink::anchors() { return {}; }
+#endif
 
 struct CallbackAnchorSink::State {
   std::mutex mutex;

@@ -47,6 +47,13 @@ void check_log_holds(const AnchoredLog& log, const Anchor& anchor, const std::st
 Anchor anchor_log(const AnchoredLog& log, const AnchorSigningKey& key, AnchorSink& sink) {
   return sink.append([&](const std::optional<Anchor>& last) {
     if (last) {
+      // Chain only to an anchor of this key: a forged or foreign last line is not followed.
+      if (!AnchorPublicKey::from_raw(key.public_key()).verifies(*last)) {
+        throw AnchorError("factum: not anchoring the store: the sink's last anchor, " +
+                          describe(*last) +
+                          ", is not signed by this key (the anchors were altered or belong to "
+                          "another key)");
+      }
       check_log_holds(log, *last, "factum: not anchoring the store: ");
     }
     return key.sign(log.head(), now_ms(), last);
@@ -74,14 +81,18 @@ Anchorer::Anchorer(const AnchoringOptions& options, std::function<Anchor()> anch
     : options_(options), anchor_(std::move(anchor)), thread_([this] { run(); }) {}
 
 Anchorer::~Anchorer() {
-  bool pending = false;
   {
     MutexLock lock(mu_);
     stop_ = true;
-    pending = pending_ > 0;
     wake_.notify_all();
   }
   thread_.join();
+  bool pending = false;
+  {
+    // After the join: an attempt that failed meanwhile has put its events back.
+    MutexLock lock(mu_);
+    pending = pending_ > 0;
+  }
   if (pending && options_.at_close) attempt();
 }
 
@@ -129,7 +140,7 @@ void Anchorer::run() {
     const bool ok = attempt();
     lock.lock();
     if (!ok) {  // not anchored: counted again, tried again after `retry`
-      if (pending_ == 0) first_pending_ = first;
+      first_pending_ = pending_ == 0 ? first : std::min(first, first_pending_);
       pending_ += taken;
       retry_at_ = Clock::now() + options_.retry;
     }

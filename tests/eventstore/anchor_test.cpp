@@ -16,6 +16,9 @@
 
 #include "factum/eventstore/anchor.hpp"
 #include "support/anchor_keys.hpp"
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+#include "support/pg_test.hpp"
+#endif
 #include "support/temp_dir.hpp"
 
 using namespace factum;
@@ -134,6 +137,9 @@ TEST_CASE("Anchor::from_json names what is wrong with a line") {
   CHECK(error_of(replaced("\"position\":7", "\"position\":-7")).find("negative") !=
         std::string::npos);
   CHECK(error_of(good + " x").find("text follows") != std::string::npos);
+  CHECK(error_of(replaced("\"position\":7", "\"position\":07")).find("leading zero") !=
+        std::string::npos);
+  CHECK(!error_of(replaced("\"position\":7", "\"position\":7.0")).empty());
   CHECK(error_of(replaced("\"head\":\"ab", "\"head\":\"\\u0061b")).find("escape") !=
         std::string::npos);
   CHECK(!error_of("").empty());
@@ -418,6 +424,39 @@ TEST_CASE("a callback sink delivers each anchor and keeps none whose delivery fa
   CallbackAnchorSink resumed([](const Anchor&) {}, second);
   CHECK(anchor_head(a.t.store, a.key, resumed).previous == second.hash());
 }
+
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+TEST_SUITE_BEGIN("postgres-only");
+
+TEST_CASE("anchors in a PostgreSQL table chain across sinks and threads, and verify with them") {
+  Anchored a(4);
+  const std::string uri = factum::test::pg_test_uri();  // another schema than the store's
+  PostgresAnchorSink sink(uri, "ledger_anchors");
+  CHECK_FALSE(sink.last().has_value());
+  const Anchor first = anchor_head(a.t.store, a.key, sink);
+  a.t.store.append("s-1", ExpectedVersion::any(), make_events(2));
+  // A second sink on the same table (another process or machine) continues the same chain.
+  PostgresAnchorSink other(uri, "ledger_anchors");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 4; ++i) anchor_head(a.t.store, a.key, t == 0 ? sink : other);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  const std::vector<Anchor> all = other.anchors();
+  REQUIRE(all.size() == 13);
+  CHECK(all.front() == first);
+  CHECK(sink.last() == all.back());
+  CHECK(all.back().position == 6);
+  CHECK(check_anchors(all, a.pub).ok());
+  CHECK(verify_anchored(a.t.store, all, a.pub).ok());
+  CHECK_THROWS_AS(PostgresAnchorSink(uri, "no-dashes"), InvalidArgument);
+  CHECK_THROWS_AS(PostgresAnchorSink(uri, "9lives"), InvalidArgument);
+}
+
+TEST_SUITE_END();
+#endif
 
 TEST_SUITE_BEGIN("sqlite-only");
 

@@ -82,6 +82,19 @@ TEST_CASE("an altered anchor file is bad_anchor, in C++ and in Python") {
   CHECK(r.code == 3);
   CHECK(contains(r.out, "bad anchors (bad_anchor): anchor 1 (position 6): its signature"));
   CHECK(a.python_verdict() == "bad_anchor");
+  // Lines the signature's values would still fit, in forms factum refuses: Python refuses them too.
+  const std::string good = file_bytes(a.anchors);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"position\":6", "\"position\":6.0"},
+           {"\"anchor\":1", "\"anchor\":true"},
+           {"\"position\":6", "\"position\":6,\"position\":6"},
+           {"\"head\":\"", "\"head\":\" "}}) {
+    std::string line = good;
+    line.replace(line.find(from), from.size(), to);
+    write_file(a.anchors, line);
+    CHECK(Json::parse(a.verify().out)["problem"] == "bad_anchor");
+    CHECK(a.python_verdict() == "bad_anchor");
+  }
   write_file(a.anchors, "not json\n");
   CHECK(Json::parse(a.verify().out)["problem"] == "bad_anchor");
   CHECK(a.python_verdict() == "bad_anchor");

@@ -10,7 +10,7 @@
 // happened: `behind_anchor` (the log ends before an anchored position), `anchor_mismatch` (the
 // log holds another event at an anchored position) or `bad_anchor` (an anchor's signature or
 // the anchors' chain is broken). The exact bytes signed are specified in docs/storage-format.md
-// ("Anchors") so that other programs can check them (docs/verify_chain.py does).
+// ("Anchors") so that other programs can check them (docs/verify_anchors.py does).
 //
 // Keys are PEM files made with OpenSSL (`openssl genpkey -algorithm ed25519 -out anchor.pem`,
 // `openssl pkey -in anchor.pem -pubout -out anchor.pub`); factum makes no keys of its own.
@@ -137,6 +137,29 @@ class AnchorFile final : public AnchorSink {
 
  private:
   std::filesystem::path path_;
+};
+
+// Anchors in a table of a PostgreSQL database, usually on another machine than the store (a
+// SQLite store can anchor to a server). The table (columns seq bigint primary key, anchor text
+// holding Anchor::to_json) is created when missing. Each append is one transaction that locks
+// the table (EXCLUSIVE: readers go on) while it reads the last anchor and inserts the next, so
+// appenders in any process or machine never fork the chain; it waits for the lock at most 5
+// seconds (then StorageError, kind busy). A commit is flushed (synchronous_commit on) before
+// append returns. A broken connection is made again on the next call. Thread-safe.
+class PostgresAnchorSink final : public AnchorSink {
+ public:
+  // `uri`: a postgresql:// URI (as EventStore::open takes, e.g. with ?options=-csearch_path%3D..).
+  // `table`: 1 to 63 of [a-z0-9_], not starting with a digit (InvalidArgument otherwise).
+  // Connects and creates the table now: throws StorageError when the server cannot be reached
+  // or refuses (or when this build of factum has no PostgreSQL backend).
+  explicit PostgresAnchorSink(const std::string& uri, std::string table = "factum_anchors");
+  Anchor append(const std::function<Anchor(const std::optional<Anchor>& last)>& make) override;
+  std::optional<Anchor> last() override;
+  std::vector<Anchor> anchors() override;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 // Anchors handed to the application (an RFC 3161 timestamping service, a transparency log, a
