@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +20,10 @@ namespace CLI {
 class App;
 class Error;
 }  // namespace CLI
+
+namespace factum {
+class AnchorSink;  // factum/eventstore/anchor.hpp
+}  // namespace factum
 
 namespace factum::cli {
 
@@ -41,6 +46,10 @@ class CliError : public std::runtime_error {
  private:
   int code_;
 };
+
+// Where `factum anchor --to` and `verify --anchors` keep anchors: a postgresql:// URI is the
+// table factum_anchors of that database (PostgresAnchorSink), anything else a file (AnchorFile).
+std::unique_ptr<AnchorSink> open_anchor_sink(const std::string& where);
 
 // What the selected command runs once the command line is parsed; returns the exit code.
 using Action = std::function<int()>;

@@ -10,6 +10,12 @@
 #include "store_access.hpp"
 
 namespace factum::cli {
+
+std::unique_ptr<AnchorSink> open_anchor_sink(const std::string& where) {
+  if (is_server_location(where)) return std::make_unique<PostgresAnchorSink>(where);
+  return std::make_unique<AnchorFile>(where);
+}
+
 namespace {
 
 struct AnchorCommandOptions {
@@ -22,13 +28,13 @@ struct AnchorCommandOptions {
 int run_anchor(const AnchorCommandOptions& o) {
   const AnchorSigningKey key = AnchorSigningKey::from_pem_file(o.key);
   const EventStore store = open_read_only(o.db);
-  AnchorFile file(o.to);
-  const Anchor a = anchor_head(store, key, file);
+  const std::unique_ptr<AnchorSink> sink = open_anchor_sink(o.to);
+  const Anchor a = anchor_head(store, key, *sink);
   if (o.json) {
     print_json(Json::parse(a.to_json()));
   } else {
     std::cout << "anchored position " << a.position << " head " << to_hex(a.head) << " to "
-              << one_line(o.to) << '\n';
+              << one_line(shown_location(o.to)) << '\n';
   }
   return kOk;
 }
@@ -43,7 +49,10 @@ void add_anchor_command(CLI::App& app, Action& action) {
   cmd->add_option("--key", o->key,
                   "The Ed25519 private key (PEM, from: openssl genpkey -algorithm ed25519)")
       ->required();
-  cmd->add_option("--to", o->to, "The anchor file (JSON lines; created when missing)")->required();
+  cmd->add_option("--to", o->to,
+                  "The anchor file (JSON lines; created when missing), or a postgresql:// URI: "
+                  "the table factum_anchors of that database")
+      ->required();
   add_json_flag(*cmd, o->json);
   cmd->callback([&action, o] { action = [o] { return run_anchor(*o); }; });
 }

@@ -16,6 +16,15 @@
 namespace factum::cli {
 namespace {
 
+// Accepts a postgresql:// or postgres:// URI (a location on a server).
+CLI::Validator server_location_validator() {
+  return CLI::Validator(
+      [](const std::string& s) {
+        return is_server_location(s) ? std::string() : std::string("not a server URI");
+      },
+      "URI");
+}
+
 struct VerifyCommandOptions {
   std::string db;
   std::string head;
@@ -54,7 +63,7 @@ int run_verify(const VerifyCommandOptions& o) {
     const AnchorPublicKey key = AnchorPublicKey::from_pem_file(o.public_key);
     std::vector<Anchor> anchors;
     try {
-      anchors = AnchorFile(o.anchors).anchors();
+      anchors = open_anchor_sink(o.anchors)->anchors();
     } catch (const AnchorError& e) {  // a line that is not an anchor: the anchors are damaged
       r.problem = VerifyResult::Problem::bad_anchor;
       r.message = e.what();
@@ -95,9 +104,10 @@ void add_verify_command(CLI::App& app, Action& action) {
       ->check(hash_validator());
   CLI::Option* anchors =
       cmd->add_option("--anchors", o->anchors,
-                      "Also check the anchors of this file (factum anchor): their signatures, "
-                      "their chain, and that the log still holds each anchored head")
-          ->check(CLI::ExistingFile);
+                      "Also check the anchors of this file, or of the table factum_anchors at "
+                      "this postgresql:// URI (factum anchor): their signatures, their chain, "
+                      "and that the log still holds each anchored head")
+          ->check(CLI::ExistingFile | server_location_validator());
   cmd->add_option("--public-key", o->public_key,
                   "The Ed25519 public key (PEM) that checks the anchors' signatures")
       ->needs(anchors);

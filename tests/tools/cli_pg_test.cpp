@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli_fixture.hpp"
+#include "support/anchor_keys.hpp"
 #include "support/pg_test.hpp"
 
 namespace factum::test {
@@ -110,6 +111,27 @@ TEST_CASE("SQLite to PostgreSQL and back: ids, positions and hashes intact, veri
   const auto original = EventStore::open(s.path, read_only).read_all().to_vector();
   const auto server = EventStore::open(uri, read_only).read_all().to_vector();
   CHECK(server == original);
+}
+
+TEST_CASE("a SQLite store anchored to a table on the server, and verified against it") {
+  SampleStore s;
+  const KeyFiles keys = make_ed25519_keys(s.dir.file(""));
+  const std::string uri = pg_test_uri();
+  const CliResult r =
+      run_cli({"anchor", s.file(), "--key", keys.private_key.string(), "--to", uri});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "anchored position 8"));
+  CHECK(run_cli({"verify", s.file(), "--anchors", uri, "--public-key", keys.public_key.string()})
+            .code == 0);
+  // The tail cut off and its counter wound back: the table's anchor says what the file cannot.
+  s.tamper(
+      "DELETE FROM events WHERE position >= 7;"
+      "UPDATE sqlite_sequence SET seq = 6 WHERE name = 'events';");
+  const CliResult v = run_cli(
+      {"verify", s.file(), "--anchors", uri, "--public-key", keys.public_key.string(), "--json"});
+  CHECK(v.code == 3);
+  CHECK(Json::parse(v.out)["problem"] == "behind_anchor");
+  CHECK(run_cli({"anchor", s.file(), "--key", keys.private_key.string(), "--to", uri}).code == 1);
 }
 
 TEST_CASE("info, stats, streams, read, tail and audit on a URI") {
