@@ -11,10 +11,10 @@
 namespace factum {
 namespace {
 
-using detail::pg::PgConn;
-using detail::pg::PgResult;
 using detail::PgTarget;
 using detail::pg::Params;
+using detail::pg::PgConn;
+using detail::pg::PgResult;
 
 void check_table_name(const std::string& table) {
   bool ok = !table.empty() && table.size() <= 63 &&
