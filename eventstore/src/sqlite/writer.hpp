@@ -62,6 +62,7 @@ class Writer {
   struct Tail {
     Position position = 0;
     Hash hash{};
+    friend bool operator==(const Tail&, const Tail&) = default;
   };
 
   // What the writer remembers of the log between its commits: each stream's key and version
