@@ -18,15 +18,17 @@ std::string describe(const Anchor& a) {
 
 }  // namespace
 
+std::optional<Hash> hash_at(EventRange events, Position p) {
+  for (const RecordedEvent& e : events) {
+    if (e.position == p) return e.hash;
+    break;
+  }
+  return std::nullopt;
+}
+
 AnchoredLog anchored_log(const EventStore& store) {
   return {[&store] { return store.head(); },
-          [&store](Position p) -> std::optional<Hash> {
-            for (const RecordedEvent& e : store.read_all(p)) {
-              if (e.position == p) return e.hash;
-              break;
-            }
-            return std::nullopt;
-          }};
+          [&store](Position p) { return hash_at(store.read_all(p), p); }};
 }
 
 void check_log_holds(const AnchoredLog& log, const Anchor& anchor, const std::string& what) {

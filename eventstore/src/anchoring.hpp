@@ -22,6 +22,10 @@ struct AnchoredLog {
   std::function<std::optional<Hash>(Position)> hash_at;  // nullopt: no event there
 };
 
+// The hash of the event at position `p`, the first of `events` (a read of the log from `p`);
+// nullopt when the log has no event there.
+std::optional<Hash> hash_at(EventRange events, Position p);
+
 // What anchoring reads of `store`, through its public reads (the checked walk).
 AnchoredLog anchored_log(const EventStore& store);
 

@@ -77,16 +77,13 @@ class StoreImpl {
   }
 
   // What anchoring reads of this store: its head and, through the checked walk, its event at
-  // a position.
+  // a position (a page of one event: at open and at each anchor only that one is wanted).
   AnchoredLog anchored_log() const {
-    return {[this] { return storage_->head(); },
-            [this](Position p) -> std::optional<Hash> {
-              for (const RecordedEvent& e : range({PageQuery::Kind::all, {}, p})) {
-                if (e.position == p) return e.hash;
-                break;
-              }
-              return std::nullopt;
-            }};
+    return {
+        [this] { return storage_->head(); },
+        [this](Position p) {
+          return hash_at(EventRange(make_cursor(storage_, {PageQuery::Kind::all, {}, p}, 1)), p);
+        }};
   }
 
   // StoreOptions::anchoring: the check against the newest anchor, then the anchoring thread.
