@@ -8,7 +8,10 @@ anchor's signature over its signed bytes, the chain of anchors (the first one's 
 zero, each next one's the SHA-256 of the one before: its signed bytes, then its signature) and
 positions that never go back (bad_anchor), then walks the store's hash chain as verify_chain.py
 does, with each anchored head required at its position (behind_anchor, anchor_mismatch). A last
-line without its newline is a write that never finished and is ignored. Exit status: 0 intact,
+line without its newline is a write that never finished and is ignored. A rollback accepted in
+the log (events of type factum.RollbackAccepted in the stream factum-anchors, storage-format.md
+"Accepted rollbacks") lets the anchors up to the accepted one go unheld, and the next anchor go
+back, once a later anchor covers the acceptance; each one is printed. Exit status: 0 intact,
 1 broken, 2 unusable input. Needs python3-cryptography (Debian) beside the standard library.
 """
 import hashlib
@@ -77,7 +80,47 @@ def read_anchors(path):
     return anchors
 
 
-def check_anchors(anchors, key):
+def anchor_hash(a):
+    return hashlib.sha256(signed_bytes(a) + a["signature"]).digest()
+
+
+def read_acceptances(db):
+    """The accepted rollbacks of the log, oldest first: (position, anchor hash, anchored
+    position). An event
+    whose payload is not an acceptance grants nothing and is passed over, as factum does."""
+    rows = db.execute(
+        "SELECT e.position, e.payload FROM events e JOIN streams s ON s.stream_key = "
+        "e.stream_key WHERE s.stream_id = 'factum-anchors' AND e.type = 'factum.RollbackAccepted' "
+        "ORDER BY e.position").fetchall()
+    out = []
+    for position, payload in rows:
+        try:
+            text = bytes(payload).decode("ascii")
+            if "\\" in text:
+                continue
+            o = json.loads(text, object_pairs_hook=strict_object)
+        except (ValueError, TypeError, RecursionError):
+            continue
+        if (not isinstance(o, dict) or set(o) != {"rollback", "anchor", "anchor_position"}
+                or type(o["rollback"]) is not int or o["rollback"] != 1
+                or type(o["anchor_position"]) is not int or not 0 <= o["anchor_position"] < 2**63
+                or not isinstance(o["anchor"], str)
+                or not re.fullmatch("[0-9a-fA-F]{64}", o["anchor"])):
+            continue
+        out.append((position, bytes.fromhex(o["anchor"]), o["anchor_position"]))
+    return out
+
+
+def covered(anchors, i, acceptances):
+    """The acceptance of anchors[i] that a later anchor covers, or None."""
+    h = anchor_hash(anchors[i])
+    for acceptance in acceptances:
+        if acceptance[1] == h and any(b["position"] >= acceptance[0] for b in anchors[i + 1:]):
+            return acceptance
+    return None
+
+
+def check_anchors(anchors, key, acceptances=()):
     previous = bytes(32)
     last_position = 0
     for i, a in enumerate(anchors, 1):
@@ -94,9 +137,12 @@ def check_anchors(anchors, key):
             raise verify_chain.Broken("bad_anchor", a["position"], f"{where}: it does not follow "
                                       "the anchor before it (or anchors before it are missing)")
         if a["position"] < last_position:
-            raise verify_chain.Broken("bad_anchor", a["position"],
-                                      f"{where}: its position is lower than the one before")
-        previous = hashlib.sha256(signed_bytes(a) + a["signature"]).digest()
+            accepted = covered(anchors, i - 2, acceptances)
+            if accepted is None or a["position"] < accepted[0]:
+                raise verify_chain.Broken("bad_anchor", a["position"],
+                                          f"{where}: its position is lower than the one before, "
+                                          "without an accepted rollback it covers")
+        previous = anchor_hash(a)
         last_position = a["position"]
 
 
@@ -116,14 +162,37 @@ def main(argv):
             anchors = read_anchors(argv[2])
         except OSError as e:
             raise SystemExit(f"{argv[2]}: cannot be read ({e})")
-        check_anchors(anchors, key)
         db.execute("BEGIN")
-        count, head = verify_chain.verify(db, None, [(a["position"], a["head"]) for a in anchors])
+        acceptances = read_acceptances(db)
+        check_anchors(anchors, key, acceptances)
+        count, head = verify_chain.verify(db, None, held_anchors(db, anchors, acceptances))
     except verify_chain.Broken as b:
         print(f"{b.problem} at position {b.position}: {b}")
         return 1
     print(f"ok: {count} events, head {head.hex()}; {len(anchors)} anchors hold")
+    for position, _, anchor_position in acceptances:
+        print(f"accepted rollback at position {position}: the anchor of position "
+              f"{anchor_position} is no longer held")
     return 0
+
+
+def held_anchors(db, anchors, acceptances):
+    """The anchored heads the log must hold: all, but those up to the last covered acceptance
+    that it no longer holds."""
+    accepted_up_to = max((i + 1 for i in range(len(anchors)) if covered(anchors, i, acceptances)),
+                         default=0)
+    end = db.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    heads = []
+    for i, a in enumerate(anchors):
+        if i < accepted_up_to:
+            row = db.execute("SELECT hash FROM events WHERE position = ?",
+                             (a["position"],)).fetchone()
+            held = a["position"] == 0 or (a["position"] <= end and row is not None
+                                          and bytes(row[0]) == a["head"])
+            if not held:
+                continue
+        heads.append((a["position"], a["head"]))
+    return heads
 
 
 if __name__ == "__main__":

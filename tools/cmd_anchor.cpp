@@ -1,7 +1,10 @@
-// tools/cmd_anchor.cpp — `factum anchor DB --key KEY --to FILE`: signs the store's head with an
-// Ed25519 key and appends the anchor to a file of anchors kept outside the store (anchor.hpp),
-// by hand or from cron. Refuses a store that lost or rewrote what the file's last anchor signed.
+// tools/cmd_anchor.cpp — `factum anchor DB --key KEY --to FILE [--accept-rollback REASON]`: signs
+// the store's head with an Ed25519 key and appends the anchor to a file of anchors kept outside
+// the store (anchor.hpp), by hand or from cron. Refuses a store that lost or rewrote what the
+// file's last anchor signed, unless the loss is accepted: then the acceptance is first recorded
+// as an event of the log (accept_rollback) and the new anchor covers it.
 #include <memory>
+#include <optional>
 
 #include "cli.hpp"
 #include "factum/eventstore/anchor.hpp"
@@ -16,23 +19,46 @@ std::unique_ptr<AnchorSink> open_anchor_sink(const std::string& where) {
   return std::make_unique<AnchorFile>(where);
 }
 
+Json accepted_rollback_json(const AcceptedRollback& r) {
+  return {{"position", r.position},
+          {"anchor_position", r.anchor_position},
+          {"anchor", to_hex(r.anchor)},
+          {"log_position", r.log.position},
+          {"reason", r.reason}};
+}
+
 namespace {
 
 struct AnchorCommandOptions {
   std::string db;
   std::string key;
   std::string to;
+  std::string accept_rollback;
   bool json = false;
 };
 
 int run_anchor(const AnchorCommandOptions& o) {
   const AnchorSigningKey key = AnchorSigningKey::from_pem_file(o.key);
-  const EventStore store = open_read_only(o.db);
   const std::unique_ptr<AnchorSink> sink = open_anchor_sink(o.to);
-  const Anchor a = anchor_head(store, key, *sink);
-  if (o.json) {
-    print_json(Json::parse(a.to_json()));
+  std::optional<AcceptedRollback> accepted;
+  std::optional<EventStore> opened;
+  if (o.accept_rollback.empty()) {
+    opened.emplace(open_read_only(o.db));
   } else {
+    opened.emplace(open_writable(o.db));
+    accepted = accept_rollback(*opened, *sink, AnchorPublicKey::from_raw(key.public_key()),
+                               o.accept_rollback);
+  }
+  const Anchor a = anchor_head(*opened, key, *sink);
+  if (o.json) {
+    Json j = Json::parse(a.to_json());
+    if (accepted) j["accepted_rollback"] = accepted_rollback_json(*accepted);
+    print_json(j);
+  } else {
+    if (accepted) {
+      std::cout << "accepted the loss of the anchor of position " << accepted->anchor_position
+                << " (event at position " << accepted->position << ")\n";
+    }
     std::cout << "anchored position " << a.position << " head " << to_hex(a.head) << " to "
               << one_line(shown_location(o.to)) << '\n';
   }
@@ -53,6 +79,14 @@ void add_anchor_command(CLI::App& app, Action& action) {
                   "The anchor file (JSON lines; created when missing), or a postgresql:// URI: "
                   "the table factum_anchors of that database")
       ->required();
+  cmd->add_option("--accept-rollback", o->accept_rollback,
+                  "When the store no longer holds the newest anchor (a restored backup), record "
+                  "this reason for accepting the loss as an event of the log, then anchor")
+      ->check(CLI::Validator(
+          [](const std::string& s) {
+            return s.empty() ? std::string("the reason must not be empty") : std::string();
+          },
+          "REASON"));
   add_json_flag(*cmd, o->json);
   cmd->callback([&action, o] { action = [o] { return run_anchor(*o); }; });
 }

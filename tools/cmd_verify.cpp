@@ -49,6 +49,15 @@ Json result_json(const VerifyResult& r, const std::optional<Head>& head,
   return j;
 }
 
+// The rollbacks accepted in the log (accept_rollback): each loss the anchors let go.
+void print_accepted(const std::vector<AcceptedRollback>& accepted) {
+  for (const AcceptedRollback& a : accepted) {
+    std::cout << "accepted rollback at position " << a.position << ": the log (then at position "
+              << a.log.position << ") no longer held the anchor of position " << a.anchor_position
+              << "; reason: " << one_line(a.reason) << '\n';
+  }
+}
+
 int run_verify(const VerifyCommandOptions& o) {
   const EventStore store = open_read_only(o.db);
   VerifyOptions options;
@@ -56,6 +65,7 @@ int run_verify(const VerifyCommandOptions& o) {
   Progress bar("verify", max_position(store), "events");
   options.on_progress = [&bar](Position done) { bar.update(done); };
   std::optional<std::size_t> anchored;
+  std::vector<AcceptedRollback> accepted;
   VerifyResult r;
   if (o.anchors.empty()) {
     r = store.verify(options);
@@ -70,18 +80,26 @@ int run_verify(const VerifyCommandOptions& o) {
     }
     if (r.ok()) r = verify_anchored(store, anchors, key, options);
     anchored = anchors.size();
+    accepted = accepted_rollbacks(store);
   }
   bar.finish();
   // The head is read after the walk: an append made meanwhile only moves it further.
   const std::optional<Head> head = r.ok() ? std::optional<Head>(store.head()) : std::nullopt;
   if (o.json) {
-    print_json(result_json(r, head, anchored));
+    Json j = result_json(r, head, anchored);
+    if (anchored) {
+      j["accepted_rollbacks"] = Json::array();
+      for (const AcceptedRollback& a : accepted)
+        j["accepted_rollbacks"].push_back(accepted_rollback_json(a));
+    }
+    print_json(j);
   } else if (r.ok()) {
     std::cout << "ok: " << r.events_checked << " events, the hash chain is intact; head "
               << head->position << " " << to_hex(head->hash)
               << (options.expected_head ? " (the expected head hash is in the chain)" : "");
     if (anchored) std::cout << "; " << *anchored << " anchors hold";
     std::cout << '\n';
+    print_accepted(accepted);
   } else if (r.problem == VerifyResult::Problem::bad_anchor) {
     std::cout << "bad anchors (bad_anchor): " << one_line(r.message) << '\n';
   } else {

@@ -21,9 +21,17 @@
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/text.hpp"
 
+namespace factum {
+struct AcceptedRollback;  // factum/eventstore/anchor.hpp
+}  // namespace factum
+
 namespace factum::cli {
 
 using Json = nlohmann::ordered_json;
+
+// An accepted rollback (factum anchor --accept-rollback, verify --anchors): {"position",
+// "anchor_position", "anchor", "log_position", "reason"}.
+Json accepted_rollback_json(const AcceptedRollback& rollback);
 
 enum class Align { left, right };
 

@@ -145,4 +145,25 @@ Anchor anchor_from_json(std::string_view line) {
   return a;
 }
 
+std::string rollback_to_json(const RollbackPayload& p) {
+  return "{\"rollback\":1,\"anchor\":\"" + hex_of(p.anchor) +
+         "\",\"anchor_position\":" + std::to_string(p.anchor_position) + "}";
+}
+
+std::optional<RollbackPayload> rollback_from_json(std::string_view text) {
+  try {
+    FlatObject o(text);
+    if (o.integer("rollback") != 1) return std::nullopt;
+    RollbackPayload p;
+    p.anchor = unhex<32>("anchor", o.text("anchor"));
+    const std::int64_t anchor_position = o.integer("anchor_position");
+    if (anchor_position < 0) return std::nullopt;
+    p.anchor_position = static_cast<Position>(anchor_position);
+    o.no_others();
+    return p;
+  } catch (const AnchorError&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace factum::detail

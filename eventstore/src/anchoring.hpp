@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "factum/detail/mutex.hpp"
 #include "factum/eventstore/anchor.hpp"
@@ -16,10 +17,14 @@
 
 namespace factum::detail {
 
-// What anchoring reads of a log.
+// What anchoring reads of a log, and how it records an accepted rollback in it.
 struct AnchoredLog {
   std::function<Head()> head;
-  std::function<std::optional<Hash>(Position)> hash_at;  // nullopt: no event there
+  std::function<std::optional<Hash>(Position)> hash_at;       // nullopt: no event there
+  std::function<std::vector<RecordedEvent>()> anchor_events;  // the events of kAnchorStream
+  // Appends one event to kAnchorStream with the expected version; empty: the log is not
+  // written (accepting a rollback then throws).
+  std::function<AppendResult(ExpectedVersion, const EventData&)> append{};
 };
 
 // The hash of the event at position `p`, the first of `events` (a read of the log from `p`);
@@ -33,13 +38,24 @@ AnchoredLog anchored_log(const EventStore& store);
 // (AnchorError) a log that is behind or unlike that anchor. See anchor_head.
 Anchor anchor_log(const AnchoredLog& log, const AnchorSigningKey& key, AnchorSink& sink);
 
-// Throws AnchorError, starting with `what`, when the log is behind `anchor` or holds another
-// event at its position.
-void check_log_holds(const AnchoredLog& log, const Anchor& anchor, const std::string& what);
+// Why the log does not hold `anchor` (it is behind it, or holds another event at its
+// position); nullopt when it does.
+std::optional<std::string> not_held(const AnchoredLog& log, const Anchor& anchor);
+
+// The acceptances recorded in `events` (the events of kAnchorStream), oldest first.
+std::vector<AcceptedRollback> acceptances_in(const std::vector<RecordedEvent>& events);
+
+// Records that the log no longer holds `anchor` (accept_rollback): throws InvalidArgument for
+// a bad reason or a log that holds it; an acceptance of it already recorded is returned.
+AcceptedRollback record_acceptance(const AnchoredLog& log, const Anchor& anchor,
+                                   const std::string& reason);
 
 // The check of AnchoringOptions::check_at_open: the sink's newest anchor must be signed by
-// `key` and held by the log. Throws AnchorError naming the store (`shown`) and the anchor.
-void check_at_open(const AnchoredLog& log, const AnchoringOptions& options,
+// `key` and held by the log, or its loss accepted (already, or now with
+// AnchoringOptions::accept_rollback). Throws AnchorError naming the store (`shown`) and the
+// anchor. Returns true when the log holds an acceptance of the newest anchor (recorded now or
+// before), which an anchor should cover soon.
+bool check_at_open(const AnchoredLog& log, const AnchoringOptions& options,
                    const std::string& shown);
 
 // The anchoring thread: anchors when enough events were appended or enough time passed since
@@ -58,6 +74,8 @@ class Anchorer {
 
   // `events` were committed through the store: counts them, wakes the thread when due.
   void appended(std::uint64_t events) noexcept;
+  // Anchors as soon as it can (after an accepted rollback), whatever the cadence.
+  void anchor_soon() noexcept;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -72,6 +90,7 @@ class Anchorer {
   Mutex mu_;
   CondVar wake_;
   std::uint64_t pending_ FACTUM_GUARDED_BY(mu_) = 0;        // appended, not yet anchored
+  bool soon_ FACTUM_GUARDED_BY(mu_) = false;                // anchor_soon() was called
   Clock::time_point first_pending_ FACTUM_GUARDED_BY(mu_);  // when pending_ left 0
   Clock::time_point retry_at_ FACTUM_GUARDED_BY(mu_);       // no attempt before (after a failure)
   bool stop_ FACTUM_GUARDED_BY(mu_) = false;

@@ -78,23 +78,37 @@ class StoreImpl {
 
   // What anchoring reads of this store: its head and, through the checked walk, its event at
   // a position (a page of one event: at open and at each anchor only that one is wanted).
-  AnchoredLog anchored_log() const {
+  AnchoredLog anchored_log() {
     return {
         [this] { return storage_->head(); },
         [this](Position p) {
           return hash_at(EventRange(make_cursor(storage_, {PageQuery::Kind::all, {}, p}, 1)), p);
+        },
+        [this] {
+          std::vector<RecordedEvent> events;
+          for (const RecordedEvent& e :
+               range({PageQuery::Kind::stream_forward, std::string(kAnchorStream), 1})) {
+            events.push_back(e);
+          }
+          return events;
+        },
+        [this](ExpectedVersion expected, const EventData& e) {
+          const AppendView view{kAnchorStream, expected, {&e, 1}};
+          return append({&view, 1}).front();
         }};
   }
 
-  // StoreOptions::anchoring: the check against the newest anchor, then the anchoring thread.
+  // StoreOptions::anchoring: the check against the newest anchor (which may record an
+  // accepted rollback, then anchored at once), then the anchoring thread.
   void start_anchoring() {
     const AnchoringOptions& a = options_.anchoring;
     if (!a.key || !a.sink) return;
-    if (a.check_at_open) check_at_open(anchored_log(), a, path_.string());
+    const bool accepted = a.check_at_open && check_at_open(anchored_log(), a, path_.string());
     if (a.every_events == 0 && a.every.count() == 0 && !a.at_close) return;
     anchorer_ = std::make_unique<Anchorer>(a, [this] {
       return anchor_log(anchored_log(), *options_.anchoring.key, *options_.anchoring.sink);
     });
+    if (accepted) anchorer_->anchor_soon();
   }
 
   std::filesystem::path path_;

@@ -193,6 +193,62 @@ TEST_CASE("open refuses a store behind or unlike its newest anchor, naming the a
   CHECK_NOTHROW(EventStore::open(s.location, s.options(0, 0ms)));
 }
 
+TEST_CASE("open with accept_rollback records the loss once and anchors it at once") {
+  Setup s;
+  {
+    EventStore store = EventStore::open(s.location, s.options(0, 0ms, true));
+    store.append("s-1", ExpectedVersion::any(), make_events(10));
+  }
+  const Anchor lost = *s.file->last();
+  TempStore restored;  // a backup put back: another, shorter log
+  restored.store.append("s-1", ExpectedVersion::any(), make_events(8));
+  CHECK_THROWS_WITH_AS(EventStore::open(restored.path, s.options(1000, 0ms)),
+                       doctest::Contains("AnchoringOptions::accept_rollback"), AnchorError);
+  StoreOptions accepting = s.options(1000, 0ms);
+  accepting.anchoring.accept_rollback = "restored the backup of 2026-12-01";
+  {
+    EventStore store = EventStore::open(restored.path, accepting);
+    const std::vector<AcceptedRollback> a = accepted_rollbacks(store);
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].position == 9);
+    CHECK(a[0].anchor == lost.hash());
+    CHECK(a[0].reason == "restored the backup of 2026-12-01");
+    // Anchored at once, not after 1,000 events: the acceptance is signed.
+    CHECK(eventually([&] { return s.file->last()->position == 9; }));
+    CHECK(s.file->last()->previous == lost.hash());
+    CHECK(verify_anchored(store, s.file->anchors(), s.pub).ok());
+  }
+  // Opened again, with or without the option, nothing more is recorded.
+  {
+    EventStore store = EventStore::open(restored.path, accepting);
+    CHECK(store.head().position == 9);
+  }
+  CHECK_NOTHROW(EventStore::open(restored.path, s.options(1000, 0ms)));
+  CHECK(s.first_error().empty());
+}
+
+TEST_CASE("an acceptance whose anchor could not be made still opens, and is anchored later") {
+  Setup s;
+  {
+    EventStore store = EventStore::open(s.location, s.options(0, 0ms, true));
+    store.append("s-1", ExpectedVersion::any(), make_events(4));
+  }
+  TempStore restored;
+  restored.store.append("s-1", ExpectedVersion::any(), make_events(2));
+  StoreOptions once = s.options(0, 0ms);  // no anchoring thread: nothing anchors the acceptance
+  once.anchoring.at_close = false;
+  once.anchoring.accept_rollback = "lost the disk";
+  CHECK_NOTHROW(EventStore::open(restored.path, once));
+  CHECK(s.file->last()->position == 4);
+  // The next open finds the acceptance in the log and goes on; its anchor then covers it.
+  {
+    EventStore store = EventStore::open(restored.path, s.options(0, 0ms, true));
+    CHECK(accepted_rollbacks(store).size() == 1);
+  }
+  CHECK(s.file->last()->position == 3);
+  CHECK(s.first_error().empty());
+}
+
 TEST_CASE("open refuses a store whose newest anchor another key signed") {
   Setup s;
   {

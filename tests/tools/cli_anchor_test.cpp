@@ -70,6 +70,50 @@ TEST_CASE("a cut-off tail with its counter wound back verifies alone but is behi
   CHECK(file_bytes(a.anchors) == before);
 }
 
+TEST_CASE("anchor --accept-rollback records a known loss, and verify passes and names it") {
+  AnchoredSample a;
+  REQUIRE(a.anchor().code == 0);
+  a.s.tamper(
+      "DELETE FROM events WHERE position >= 7;"
+      "UPDATE sqlite_sequence SET seq = 6 WHERE name = 'events';");
+  REQUIRE(a.anchor().code == 1);
+  const std::vector<std::string> accept = {
+      "anchor",  a.s.file(),         "--key", a.keys.private_key.string(), "--to",
+      a.anchors, "--accept-rollback"};
+  std::vector<std::string> bad = accept;
+  bad.push_back("");
+  CHECK(run_cli(bad).code == 2);
+  std::vector<std::string> args = accept;
+  args.push_back("the disk lost its last writes");
+  const CliResult r = run_cli(args);
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "accepted the loss of the anchor of position 8 (event at position 7)"));
+  CHECK(contains(r.out, "anchored position 7 head"));
+  const CliResult v = a.verify(false);
+  CHECK(v.code == 0);
+  CHECK(contains(v.out, "2 anchors hold"));
+  CHECK(contains(v.out,
+                 "accepted rollback at position 7: the log (then at position 6) no longer held "
+                 "the anchor of position 8; reason: the disk lost its last writes"));
+  const Json j = Json::parse(a.verify().out);
+  CHECK(j["accepted_rollbacks"].size() == 1);
+  CHECK(j["accepted_rollbacks"][0]["reason"] == "the disk lost its last writes");
+  CHECK(a.python_verdict() == "ok");
+  // Nothing left to accept: refused, nothing written.
+  const std::string before = file_bytes(a.anchors);
+  const CliResult again = run_cli(args);
+  CHECK(again.code == 1);
+  CHECK(contains(again.err, "no rollback to accept"));
+  CHECK(file_bytes(a.anchors) == before);
+  // The acceptance event removed behind the library's back: the anchor that went back no longer
+  // has its reason, in C++ and in Python.
+  a.s.tamper(
+      "DELETE FROM events WHERE position >= 7;"
+      "UPDATE sqlite_sequence SET seq = 6 WHERE name = 'events';");
+  CHECK(Json::parse(a.verify().out)["problem"] == "bad_anchor");
+  CHECK(a.python_verdict() == "bad_anchor");
+}
+
 TEST_CASE("an altered anchor file is bad_anchor, in C++ and in Python") {
   AnchoredSample a;
   REQUIRE(a.anchor().code == 0);

@@ -187,14 +187,60 @@ class CallbackAnchorSink final : public AnchorSink {
 // Thread-safety: as the store's reads and the sink's append.
 Anchor anchor_head(const EventStore& store, const AnchorSigningKey& key, AnchorSink& sink);
 
+// Accepting a rollback. A log restored from a backup (or that lost its tail otherwise) no
+// longer holds the sink's newest anchor, and is refused at open and by anchor_head. When the
+// loss is known and accepted, accept_rollback records it as an event of the log: the stream
+// kAnchorStream, type kRollbackAcceptedType, a payload naming the anchor no longer held and the
+// log's head when it was accepted (docs/storage-format.md, "Accepted rollbacks"), the reason in
+// the metadata value "reason". From then on open and anchor_head go on: the next anchor follows
+// the accepted one in the sink's chain even though its position may be lower, and it covers the
+// acceptance event, so the loss itself is signed into the audited history. verify_anchored lets
+// anchors up to an accepted one go unheld only once a later anchor covers its acceptance, and
+// accepted_rollbacks lists every acceptance for the auditor.
+inline constexpr std::string_view kAnchorStream = "factum-anchors";
+inline constexpr std::string_view kRollbackAcceptedType = "factum.RollbackAccepted";
+
+// One recorded acceptance of a rollback.
+struct AcceptedRollback {
+  Position position = 0;         // the acceptance event's position in the log
+  Hash anchor{};                 // Anchor::hash() of the anchor the log no longer held
+  Position anchor_position = 0;  // that anchor's position
+  Head log{};                    // the log's head when the rollback was accepted
+  std::string reason;            // why, as given to accept_rollback
+  Timestamp recorded_at{};       // when it was accepted
+
+  friend bool operator==(const AcceptedRollback&, const AcceptedRollback&) = default;
+};
+
+// Records that `store` no longer holds `sink`'s newest anchor (whose signature `key` must
+// check), with `reason` (non-empty, at most 1,000 bytes, no control characters). Returns the
+// acceptance; an acceptance of that anchor already in the log is returned as it is, without a
+// second one. Throws InvalidArgument (a bad reason, or nothing to accept: the sink holds no
+// anchor or the log still holds its newest one), AnchorError (the newest anchor is not signed by
+// `key`), or what the sink's read and the store's append throw (nothing recorded).
+// Thread-safety: as the store's append.
+AcceptedRollback accept_rollback(EventStore& store, AnchorSink& sink, const AnchorPublicKey& key,
+                                 const std::string& reason);
+
+// Every acceptance recorded in `store`, oldest first (events of kAnchorStream of type
+// kRollbackAcceptedType; one whose payload is not an acceptance is passed over: it grants
+// nothing). Throws as the store's reads.
+std::vector<AcceptedRollback> accepted_rollbacks(const EventStore& store);
+
 // Checks a chain of anchors by itself, without a store: each signature (by `key`), each link
 // (the first anchor's `previous` all zero, each next one's the hash of the one before), and
 // positions that never go back. Returns bad_anchor naming the first broken anchor (its index,
-// from 1, in VerifyResult::position's place is the anchored position), or ok.
-VerifyResult check_anchors(const std::vector<Anchor>& anchors, const AnchorPublicKey& key);
+// from 1, in VerifyResult::position's place is the anchored position), or ok. A position may go
+// back only right after an anchor whose rollback was accepted: `accepted` lists the acceptances
+// (accepted_rollbacks of the store), and the anchor that goes back must cover the acceptance
+// (its position at least the acceptance event's).
+VerifyResult check_anchors(const std::vector<Anchor>& anchors, const AnchorPublicKey& key,
+                           const std::vector<AcceptedRollback>& accepted = {});
 
-// verify(options) with anchors: check_anchors first, then the whole chain of `store`, which
-// must hold each anchored head at its position (behind_anchor, anchor_mismatch).
+// verify(options) with anchors: check_anchors first (with the store's accepted rollbacks), then
+// the whole chain of `store`, which must hold each anchored head at its position
+// (behind_anchor, anchor_mismatch). An anchor the log no longer holds is let go when it, or an
+// anchor after it, was accepted (accept_rollback) and a later anchor covers that acceptance.
 VerifyResult verify_anchored(const EventStore& store, const std::vector<Anchor>& anchors,
                              const AnchorPublicKey& key, VerifyOptions options = {});
 

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace factum {
 
@@ -34,6 +35,12 @@ struct AnchoringOptions {
   // key's public key) and refuse (AnchorError naming the anchor) a store that is behind it or
   // holds another event at its position. Default: true.
   bool check_at_open = true;
+  // When not empty, a store that check_at_open finds behind the newest anchor or unlike it is
+  // opened anyway, the loss recorded in the log with this reason (accept_rollback in
+  // anchor.hpp) and anchored soon after; an acceptance of that anchor already in the log is
+  // not recorded again. For the one open after restoring a backup: set it only when the loss
+  // is known and accepted. Default: empty (such a store is refused).
+  std::string accept_rollback{};
   // Called on the anchoring thread with each failure (the sink unreachable, a refused store);
   // the anchor is retried after `retry` (and at close). Must not throw. Default: none.
   std::function<void(std::exception_ptr)> on_error{};
