@@ -48,7 +48,11 @@ class CliError : public std::runtime_error {
 };
 
 // Where `factum anchor --to` and `verify --anchors` keep anchors: a postgresql:// URI is the
-// table factum_anchors of that database (PostgresAnchorSink), anything else a file (AnchorFile).
+// table factum_anchors of that database (PostgresAnchorSink), kafka://BROKERS/TOPIC a topic of
+// one partition (factum::kafka::KafkaAnchorSink; CliError in a build without the Kafka bridge),
+// anything else a file (AnchorFile).
+inline constexpr const char* kKafkaScheme = "kafka://";
+bool is_kafka_location(const std::string& where);
 std::unique_ptr<AnchorSink> open_anchor_sink(const std::string& where);
 
 // What the selected command runs once the command line is parsed; returns the exit code.

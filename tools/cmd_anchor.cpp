@@ -8,14 +8,38 @@
 
 #include "cli.hpp"
 #include "factum/eventstore/anchor.hpp"
+#ifdef FACTUM_HAVE_KAFKA
+#include "factum/kafka/anchor_sink.hpp"
+#endif
 #include "options.hpp"
 #include "output.hpp"
 #include "store_access.hpp"
 
 namespace factum::cli {
 
+bool is_kafka_location(const std::string& where) { return where.starts_with(kKafkaScheme); }
+
 std::unique_ptr<AnchorSink> open_anchor_sink(const std::string& where) {
   if (is_server_location(where)) return std::make_unique<PostgresAnchorSink>(where);
+  if (is_kafka_location(where)) {
+    // kafka://HOST:PORT[,HOST:PORT...]/TOPIC
+    const std::string rest = where.substr(std::string_view(kKafkaScheme).size());
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
+      throw CliError("'" + one_line(where) +
+                     "' is not kafka://HOST:PORT[,HOST:PORT...]/TOPIC (the bootstrap servers, "
+                     "then the anchors' topic)");
+    }
+#ifdef FACTUM_HAVE_KAFKA
+    kafka::AnchorTopicOptions o;
+    o.topic = rest.substr(slash + 1);
+    o.kafka = {{"bootstrap.servers", rest.substr(0, slash)}};
+    return std::make_unique<kafka::KafkaAnchorSink>(std::move(o));
+#else
+    throw CliError("this factum was built without the Kafka bridge (librdkafka-dev): '" +
+                   one_line(where) + "' cannot be reached");
+#endif
+  }
   return std::make_unique<AnchorFile>(where);
 }
 
@@ -76,8 +100,9 @@ void add_anchor_command(CLI::App& app, Action& action) {
                   "The Ed25519 private key (PEM, from: openssl genpkey -algorithm ed25519)")
       ->required();
   cmd->add_option("--to", o->to,
-                  "The anchor file (JSON lines; created when missing), or a postgresql:// URI: "
-                  "the table factum_anchors of that database")
+                  "The anchor file (JSON lines; created when missing), a postgresql:// URI: "
+                  "the table factum_anchors of that database, or kafka://BROKERS/TOPIC: a topic "
+                  "of one partition")
       ->required();
   cmd->add_option("--accept-rollback", o->accept_rollback,
                   "When the store no longer holds the newest anchor (a restored backup), record "

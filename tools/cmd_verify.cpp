@@ -16,11 +16,12 @@
 namespace factum::cli {
 namespace {
 
-// Accepts a postgresql:// or postgres:// URI (a location on a server).
+// Accepts a postgresql:// or postgres:// URI (a location on a server), or a kafka:// one.
 CLI::Validator server_location_validator() {
   return CLI::Validator(
       [](const std::string& s) {
-        return is_server_location(s) ? std::string() : std::string("not a server URI");
+        return is_server_location(s) || is_kafka_location(s) ? std::string()
+                                                             : std::string("not a server URI");
       },
       "URI");
 }
@@ -122,9 +123,10 @@ void add_verify_command(CLI::App& app, Action& action) {
       ->check(hash_validator());
   CLI::Option* anchors =
       cmd->add_option("--anchors", o->anchors,
-                      "Also check the anchors of this file, or of the table factum_anchors at "
-                      "this postgresql:// URI (factum anchor): their signatures, their chain, "
-                      "and that the log still holds each anchored head")
+                      "Also check the anchors of this file, of the table factum_anchors at "
+                      "this postgresql:// URI, or of the topic at kafka://BROKERS/TOPIC (factum "
+                      "anchor): their signatures, their chain, and that the log still holds "
+                      "each anchored head")
           ->check(CLI::ExistingFile | server_location_validator());
   cmd->add_option("--public-key", o->public_key,
                   "The Ed25519 public key (PEM) that checks the anchors' signatures")

@@ -1,6 +1,7 @@
-// `factum relay` and `factum ingest` end to end: the factum binary, a child process, talks to a
-// librdkafka mock cluster that lives in this test process (reached through its bootstrap
-// servers), which also reads the topics back and produces ingest input (labels "tools", "kafka").
+// `factum relay`, `factum ingest` and `factum anchor --to kafka://` end to end: the factum binary,
+// a child process, talks to a librdkafka mock cluster that lives in this test process (reached
+// through its bootstrap servers), which also reads the topics back and produces ingest input
+// (labels "tools", "kafka").
 #include <signal.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "factum/kafka/headers.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "mock_cluster.hpp"
+#include "support/anchor_keys.hpp"
 
 using namespace factum;
 using namespace factum::test;
@@ -484,4 +486,33 @@ TEST_CASE(
   MESSAGE("checkpoint at kill " << at_kill << ", records in the topic " << in_topic);
   CHECK(in_topic > 0);
   CHECK(in_topic - static_cast<std::int64_t>(at_kill) <= kMaxInFlight);
+}
+
+TEST_CASE("anchor --to kafka://BROKERS/TOPIC signs heads onto a topic, and verify reads them") {
+  MockCluster cluster;
+  cluster.create_topic("anchors", 1);
+  SampleStore s;
+  const KeyFiles keys = make_ed25519_keys(s.dir.file(""));
+  const std::string to = "kafka://" + cluster.bootstrap_servers() + "/anchors";
+  const std::vector<std::string> anchor = {"anchor", s.file(), "--key", keys.private_key.string(),
+                                           "--to",   to};
+  const CliResult r = run_cli(anchor);
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "anchored position 8 head " + to_hex(s.head.hash)));
+  const std::vector<std::string> verify = {
+      "verify", s.file(), "--anchors", to, "--public-key", keys.public_key.string(), "--json"};
+  const Json ok = Json::parse(run_cli(verify).out);
+  CHECK(ok["ok"] == true);
+  CHECK(ok["anchors"] == 1);
+  s.tamper(
+      "DELETE FROM events WHERE position >= 7;"
+      "UPDATE sqlite_sequence SET seq = 6 WHERE name = 'events';");
+  const CliResult behind = run_cli(verify);
+  CHECK(behind.code == 3);
+  CHECK(Json::parse(behind.out)["problem"] == "behind_anchor");
+  CHECK(run_cli(anchor).code == 1);  // not anchored again
+  const CliResult bad = run_cli({"anchor", s.file(), "--key", keys.private_key.string(), "--to",
+                                 "kafka://" + cluster.bootstrap_servers()});
+  CHECK(bad.code == 1);
+  CHECK(contains(bad.err, "is not kafka://HOST:PORT"));
 }
