@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config ccache lld
+  cmake ninja-build g++ pkg-config ccache
   libsqlite3-dev sqlite3 libboost-dev libboost-serialization-dev libssl-dev
   doctest-dev libcli11-dev nlohmann-json3-dev python3 python3-cryptography openssl
   clang libclang-rt-14-dev clang-format
