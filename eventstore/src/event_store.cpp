@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "anchoring.hpp"
+#include "keyring.hpp"
 #include "postgres_target.hpp"
 #include "storage.hpp"
 #include "validation.hpp"
@@ -15,16 +16,21 @@ class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
       : path_(path), options_(options), storage_(open_storage(path, options)) {
+    start_keyring();
     start_anchoring();
   }
   StoreImpl(std::shared_ptr<const PgTarget> target, const StoreOptions& options)
       : path_(target->shown),
         options_(options),
         storage_(open_postgres_storage(std::move(target), options)) {
+    start_keyring();
     start_anchoring();
   }
 
-  std::vector<AppendResult> append(std::span<const AppendView> appends) {
+  // `hook`, when given, runs inside the append's transaction in place of the on_appending slots
+  // (it runs them itself).
+  std::vector<AppendResult> append(std::span<const AppendView> appends,
+                                   const AppendHook* hook_override = nullptr) {
     validate(appends);
     // Copies of the committed events are made only when a slot is connected. A slot connected
     // while the append is in flight (a subscription that has just read the log without its
@@ -32,7 +38,9 @@ class StoreImpl {
     std::vector<RecordedEvent> committed;
     AppendSink sink;
     if (!signal_.empty()) sink.events = &committed;
-    const AppendHook* hook = appending_.empty() ? nullptr : &hook_;
+    const AppendHook* hook = hook_override != nullptr ? hook_override
+                             : appending_.empty()     ? nullptr
+                                                      : &hook_;
     auto results = storage_->append(appends, sink, hook);
     if (sink.first_written != 0 && anchorer_) {
       anchorer_->appended(sink.last_written - sink.first_written + 1);
@@ -111,9 +119,47 @@ class StoreImpl {
     if (accepted) anchorer_->anchor_soon();
   }
 
+  // StoreOptions::personal_data: the keyring, when there is a key provider.
+  void start_keyring() {
+    const PersonalDataOptions& p = options_.personal_data;
+    if (!p.key_provider) return;
+    keyring_state_ =
+        std::make_shared<Keyring::State>(storage_, p.key_provider, p.cache_for, path_.string());
+    keyring_ = std::make_shared<const Keyring>(keyring_state_);
+  }
+
+  ForgetResult forget(std::string_view subject) {
+    if (!keyring_) {
+      throw InvalidArgument("factum: cannot forget a subject in '" + path_.string() +
+                            "': it has no key provider (StoreOptions::personal_data)");
+    }
+    validate_subject(subject);
+    EventData e;
+    e.type = std::string(kSubjectForgottenType);
+    e.payload = to_bytes(forgotten_payload(subject));
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    bool was_known = false;
+    const AppendHook hook = [&](AppendTransaction& tx) {
+      was_known = forget_key(tx.sql(), subject, now);
+      if (!appending_.empty()) appending_(tx);
+    };
+    const AppendView view{kSubjectsStream, ExpectedVersion::any(), {&e, 1}};
+    const AppendResult r = append({&view, 1}, &hook).front();
+    keyring_state_->forgotten(subject);
+    ForgetResult out;
+    out.position = r.last_position;
+    out.was_known = was_known;
+    out.purged = storage_->purge();
+    return out;
+  }
+
   std::filesystem::path path_;
   StoreOptions options_;
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<Keyring::State> keyring_state_;
+  std::shared_ptr<const Keyring> keyring_;
   EventStore::AppendedSignal signal_;
   EventStore::AppendingSignal appending_;
   AppendHook hook_ = [this](AppendTransaction& tx) { appending_(tx); };
@@ -286,6 +332,10 @@ void EventStore::read_sql(const std::function<void(Sql&)>& fn) const {
 EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }
 
 EventStore::AppendingSignal& EventStore::on_appending() { return impl_->appending_; }
+
+std::shared_ptr<const Keyring> EventStore::keyring() const { return impl_->keyring_; }
+
+ForgetResult EventStore::forget(std::string_view subject) { return impl_->forget(subject); }
 
 std::unique_ptr<LogWatcher> EventStore::watch() const { return impl_->storage_->watch(); }
 

@@ -108,6 +108,11 @@ class Storage {
   virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;
   // A PRAGMA data_version watcher on a connection of its own.
   virtual std::unique_ptr<LogWatcher> watch() = 0;
+  // Makes what was deleted or overwritten unrecoverable from the store's files as far as the
+  // backend can: SQLite checkpoints the WAL into the file and truncates it (false when readers
+  // kept the checkpoint from finishing within busy_timeout); PostgreSQL does nothing here (dead
+  // row versions stay until VACUUM; docs/personal-data.md). Throws StorageError.
+  virtual bool purge() = 0;
 };
 
 // Opens the SQLite backend on `path` (creating or checking the schema).

@@ -181,6 +181,11 @@ class SqliteStorage final : public Storage {
     tx.commit();
   }
 
+  bool purge() override {
+    if (options_.read_only) return true;
+    return writer().checkpoint_truncate();
+  }
+
   std::unique_ptr<LogWatcher> watch() override {
     return watch_data_version(file_, options_, immutable_);
   }

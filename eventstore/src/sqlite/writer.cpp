@@ -98,6 +98,15 @@ void Writer::write_sql(const std::function<void(Sql&)>& fn) {
   enqueue(self);
 }
 
+bool Writer::checkpoint_truncate() {
+  bool done = false;
+  Pending self;
+  self.checkpointed = &done;
+  self.alone = true;
+  enqueue(self);
+  return done;
+}
+
 // Queues `self` for group commit (a write_sql runs alone) and rethrows its error.
 void Writer::enqueue(Pending& self) {
   group_commit_.enqueue(
@@ -186,6 +195,24 @@ class Writer::Savepoint {
 // stays as it was, since only a write makes a store or upgrades one.
 void Writer::run_custom(Pending& p) noexcept {
   remembered_.forget();  // fn's SQL runs on this connection: read the log again after it
+  if (p.checkpointed != nullptr) {
+    if (!wal_) {  // rollback-journal mode: nothing outlives the commit in a WAL
+      *p.checkpointed = true;
+      return;
+    }
+    const int rc =
+        sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    if (rc == SQLITE_OK) {
+      *p.checkpointed = true;
+    } else if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
+      try {
+        throw_sqlite(db_.get(), rc, "checkpointing the log after a forget", db_.file());
+      } catch (...) {
+        p.error = std::current_exception();
+      }
+    }
+    return;
+  }
   try {
     Transaction tx(*this);
     const auto changes = sqlite3_total_changes64(db_.get());

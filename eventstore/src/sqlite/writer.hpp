@@ -48,11 +48,17 @@ class Writer {
   // throws (after rolling back) or a StorageError.
   void write_sql(const std::function<void(Sql&)>& fn);
 
+  // In turn with the appends, copies the WAL into the file and truncates it to nothing
+  // (PRAGMA wal_checkpoint(TRUNCATE)), so that no page image an earlier change replaced stays
+  // in it. False when readers kept it from finishing within busy_timeout. Throws StorageError.
+  bool checkpoint_truncate();
+
  private:
   struct Pending : GroupCaller {
     std::span<const AppendView> appends;
     AppendSink* sink = nullptr;
     const std::function<void(Sql&)>* custom = nullptr;  // a write_sql instead of appends
+    bool* checkpointed = nullptr;  // a checkpoint_truncate instead of appends (its outcome)
     const AppendHook* hook = nullptr;
     std::vector<AppendResult> results;
     // Outcome notices registered by its on_appending slots (AppendTransaction::on_outcome).

@@ -47,6 +47,7 @@
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_range.hpp"
 #include "factum/eventstore/payload_archive.hpp"
+#include "factum/eventstore/personal.hpp"
 
 namespace factum {
 
@@ -95,7 +96,13 @@ class EventRegistry {
   requires std::is_invocable_r_v<To, Fn, const From&> EventRegistry& upcast(Fn fn) {
     add_upcaster(std::string(To::event_type), schema_version_of<From>(), schema_version_of<To>(),
                  [fn = std::move(fn)](std::span<const std::byte> bytes) {
-                   return encode_payload<To>(fn(decode_payload<From>(bytes)));
+                   // Each payload's personal values count from the first (their places bind
+                   // them: personal.hpp).
+                   detail::PersonalScope* personal = detail::current_personal_scope();
+                   if (personal != nullptr) personal->next_field = 0;
+                   const From from = decode_payload<From>(bytes);
+                   if (personal != nullptr) personal->next_field = 0;
+                   return encode_payload<To>(fn(from));
                  });
     return *this;
   }
@@ -106,6 +113,15 @@ class EventRegistry {
                               std::uint32_t to_version,
                               std::function<std::string(std::span<const std::byte>)> fn) {
     add_upcaster(std::string(type), from_version, to_version, std::move(fn));
+    return *this;
+  }
+
+  // Personal values (personal.hpp): encode and decode them with `keyring` (a store's
+  // EventStore::keyring()). Without one, encoding an event that holds a Personal value throws
+  // InvalidArgument and decoding gives sealed values. Call it with the other set-up, before the
+  // registry is used from several threads.
+  EventRegistry& use_keyring(std::shared_ptr<const detail::PersonalCodec> keyring) {
+    keyring_ = std::move(keyring);
     return *this;
   }
 
@@ -127,6 +143,7 @@ class EventRegistry {
     EventData data;
     data.type = std::string(E::event_type);
     data.schema_version = schema_version_of<E>();
+    const detail::PersonalScope personal(keyring_.get(), data.id);
     const std::string bytes = encode_payload(event);
     const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
     data.payload.assign(first, first + bytes.size());  // no memcpy: may be empty (null data)
@@ -146,7 +163,9 @@ class EventRegistry {
                                                      "' at position " +
                                                      std::to_string(recorded.position));
     }
+    detail::PersonalScope personal(keyring_.get(), recorded.id);
     const std::string bytes = current_payload(recorded);
+    personal.next_field = 0;  // an upcaster's values counted on their own
     try {
       return decode_payload<E>(as_bytes(bytes));
     } catch (const PayloadError& e) {
@@ -219,6 +238,7 @@ class EventRegistry {
   std::map<std::string, TypeInfo, std::less<>> types_;
   std::map<std::string, std::string, std::less<>> aliases_;
   std::map<std::pair<std::string, std::uint32_t>, Upcaster> upcasters_;
+  std::shared_ptr<const detail::PersonalCodec> keyring_;
   mutable std::once_flag validated_;
 };
 

@@ -51,6 +51,8 @@
 namespace factum {
 
 class EventRegistry;  // event_registry.hpp
+class Keyring;        // personal.hpp
+struct ForgetResult;  // personal.hpp
 
 namespace detail {
 class StoreImpl;
@@ -370,6 +372,20 @@ class EventStore {
   // store's append or write_sql (deadlock), and see the events of their process's appends
   // only: another process's appends do not run this process's slots.
   AppendingSignal& on_appending();
+
+  // Personal data (personal.hpp). The keyring that encrypts and decrypts this store's personal
+  // values (give it to EventRegistry::use_keyring); null when StoreOptions::personal_data has
+  // no key provider.
+  std::shared_ptr<const Keyring> keyring() const;
+  // Forgets `subject`: in one transaction, deletes its data key (and marks it forgotten, so no
+  // key of it is made again) and appends a factum.SubjectForgotten event ({"subject":"<id>"}) to
+  // the stream factum-subjects. Every value encrypted under the key is unreadable from then on
+  // (decoded as erased), and the hash chain, which covers only ciphertext, still verifies. On
+  // SQLite the key's bytes are overwritten in the file (secure_delete) and checkpointed out of
+  // the WAL (ForgetResult::purged). Forgetting a subject again appends another fact and changes
+  // nothing else. Needs #include <factum/eventstore/personal.hpp> for the result. Throws
+  // InvalidArgument (no key provider, or a bad subject id), StorageError.
+  ForgetResult forget(std::string_view subject);
 
   // A watcher with its own connection to the file (see LogWatcher). Throws StorageError.
   std::unique_ptr<LogWatcher> watch() const;

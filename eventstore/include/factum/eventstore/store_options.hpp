@@ -15,6 +15,7 @@ namespace factum {
 
 class AnchorSigningKey;  // anchor.hpp
 class AnchorSink;        // anchor.hpp
+class KeyProvider;       // personal.hpp
 
 // Anchoring as the service runs (anchor.hpp): the store signs its head with `key` and appends
 // the anchor to `sink` on a thread of its own, never on an append's path; an append never waits
@@ -46,6 +47,15 @@ struct AnchoringOptions {
   std::function<void(std::exception_ptr)> on_error{};
   // How long after a failure the next attempt is made. Default: 1 second.
   std::chrono::milliseconds retry{1000};
+};
+
+// Personal data that can be forgotten (personal.hpp): the store keeps each subject's data key
+// wrapped by the key provider's key-encryption key. Off unless `key_provider` is set.
+struct PersonalDataOptions {
+  std::shared_ptr<const KeyProvider> key_provider{};  // Default: none (no personal data)
+  // How long an unwrapped data key is kept in memory: a forget made through another process
+  // (or another store object) is seen by this one within this time. Default: 1 second.
+  std::chrono::milliseconds cache_for{1000};
 };
 
 enum class Durability {
@@ -89,6 +99,8 @@ struct StoreOptions {
   std::uint64_t max_file_size = 0;
   // Signed anchors of the head, kept outside the store (AnchoringOptions). Default: off.
   AnchoringOptions anchoring{};
+  // Encrypted personal values and their subjects' keys (PersonalDataOptions). Default: off.
+  PersonalDataOptions personal_data{};
 };
 
 }  // namespace factum

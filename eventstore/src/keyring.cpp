@@ -1,0 +1,242 @@
+// Keyring (personal.hpp): subjects' data keys in the table factum_subject_keys, both backends.
+#include "keyring.hpp"
+
+#include <algorithm>
+
+namespace factum {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Timestamp at_us(std::int64_t us) { return Timestamp(std::chrono::microseconds(us)); }
+
+std::span<const std::byte> as_span(const detail::AesKey& k) {
+  return {reinterpret_cast<const std::byte*>(k.data()), k.size()};
+}
+
+// One row of the table.
+struct KeyRow {
+  std::string subject;
+  std::string kek;
+  std::optional<Bytes> wrapped;  // nullopt: forgotten
+  std::int64_t created_us = 0;
+  std::optional<std::int64_t> forgotten_us;
+};
+
+constexpr const char* kSelectOne =
+    "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+    "WHERE subject = ?1";
+
+KeyRow row_of(const SqlRow& r) {
+  KeyRow k;
+  k.subject = r.text(0);
+  k.kek = r.is_null(1) ? std::string() : r.text(1);
+  if (!r.is_null(2)) k.wrapped = r.blob(2);
+  k.created_us = r.integer(3);
+  if (!r.is_null(4)) k.forgotten_us = r.integer(4);
+  return k;
+}
+
+// The row of `subject`, read inside the caller's transaction; nullopt when there is none (or no
+// table yet).
+std::optional<KeyRow> read_row(Sql& sql, std::string_view subject) {
+  if (sql.object_type(detail::kSubjectKeysTable) != "table") return std::nullopt;
+  std::optional<KeyRow> out;
+  sql.query(kSelectOne, {std::string(subject)}, [&](const SqlRow& r) { out = row_of(r); });
+  return out;
+}
+
+SubjectInfo info_of(const KeyRow& k) {
+  SubjectInfo i;
+  i.subject = k.subject;
+  i.state = k.wrapped ? SubjectInfo::State::active : SubjectInfo::State::forgotten;
+  i.kek_id = k.wrapped ? k.kek : std::string();
+  i.created_at = at_us(k.created_us);
+  if (k.forgotten_us) i.forgotten_at = at_us(*k.forgotten_us);
+  return i;
+}
+
+[[noreturn]] void forgotten_error(std::string_view subject) {
+  throw InvalidArgument("factum: subject '" + std::string(subject) +
+                        "' was forgotten: nothing personal of it is stored again");
+}
+
+}  // namespace
+
+namespace detail {
+
+void ensure_key_table(Sql& sql) {
+  sql.execute(table_ddl(sql,
+                        "CREATE TABLE IF NOT EXISTS factum_subject_keys (subject TEXT PRIMARY KEY, "
+                        "kek TEXT NOT NULL, wrapped BLOB, created_us INTEGER NOT NULL, "
+                        "forgotten_us INTEGER)"));
+}
+
+bool forget_key(Sql& sql, std::string_view subject, std::int64_t now) {
+  ensure_key_table(sql);
+  // SQLite zeroes what a change frees in the file's pages (the old row, with the wrapped key)
+  // instead of leaving it in free space; the checkpoint after the commit clears the WAL.
+  if (sql.dialect() == SqlDialect::sqlite) sql.execute("PRAGMA secure_delete = ON");
+  const std::optional<KeyRow> row = read_row(sql, subject);
+  if (row) {
+    sql.execute(
+        "UPDATE factum_subject_keys SET kek = '', wrapped = NULL, forgotten_us = "
+        "COALESCE(forgotten_us, ?2) WHERE subject = ?1",
+        {std::string(subject), now});
+  } else {
+    sql.execute(
+        "INSERT INTO factum_subject_keys (subject, kek, wrapped, created_us, forgotten_us) "
+        "VALUES (?1, '', NULL, ?2, ?2)",
+        {std::string(subject), now});
+  }
+  return row && row->wrapped.has_value();
+}
+
+std::string forgotten_payload(std::string_view subject) {
+  return "{\"subject\":\"" + std::string(subject) + "\"}";  // subject ids need no escaping
+}
+
+}  // namespace detail
+
+// --- Keyring::State ---------------------------------------------------------------------------
+
+std::shared_ptr<detail::Storage> Keyring::State::open_storage() const {
+  std::shared_ptr<detail::Storage> s = storage.lock();
+  if (!s) {
+    throw StorageError(StorageError::Kind::io,
+                       "factum: the keyring of '" + shown + "' outlived its store (closed)");
+  }
+  return s;
+}
+
+detail::AesKey Keyring::State::unwrap(std::string_view subject, const std::string& kek,
+                                      const Bytes& wrapped) {
+  if (kek != provider->id()) {
+    throw Error("factum: the data key of subject '" + std::string(subject) + "' in '" + shown +
+                "' is wrapped by the key-encryption key " + kek + ", not by " + provider->id() +
+                " (rewrap the keys: Keyring::rewrap with the older provider)");
+  }
+  const Bytes raw = provider->unwrap(wrapped, subject);
+  detail::AesKey key{};
+  if (raw.size() != key.size()) {
+    throw Error("factum: the data key of subject '" + std::string(subject) + "' is not 32 bytes");
+  }
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(raw.data()), key.size(), key.begin());
+  return key;
+}
+
+std::optional<detail::AesKey> Keyring::State::key(std::string_view subject, bool create) {
+  {
+    detail::MutexLock lock(mu_);
+    const auto it = cache_.find(subject);
+    if (it != cache_.end() && Clock::now() < it->second.until) {
+      if (!it->second.key && create) forgotten_error(subject);
+      return it->second.key;
+    }
+  }
+  const std::shared_ptr<detail::Storage> s = open_storage();
+  std::optional<KeyRow> row;
+  s->read_sql([&](Sql& sql) { row = read_row(sql, subject); });
+  if (!row && create) {
+    validate_subject(subject);
+    const detail::AesKey fresh = detail::random_key();
+    const Bytes wrapped = provider->wrap(as_span(fresh), subject);
+    s->write_sql([&](Sql& sql) {
+      detail::ensure_key_table(sql);
+      // Another writer may have made it (or forgotten the subject) since: its row wins.
+      sql.execute(
+          "INSERT INTO factum_subject_keys (subject, kek, wrapped, created_us, forgotten_us) "
+          "VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (subject) DO NOTHING",
+          {std::string(subject), provider->id(), wrapped, now_us()});
+      row = read_row(sql, subject);
+    });
+  }
+  if (!row) return std::nullopt;  // never made: nothing of it can be decrypted
+  std::optional<detail::AesKey> key;
+  if (row->wrapped) key = unwrap(subject, row->kek, *row->wrapped);
+  {
+    detail::MutexLock lock(mu_);
+    cache_[std::string(subject)] = {key, Clock::now() + cache_for};
+  }
+  if (!key && create) forgotten_error(subject);
+  return key;
+}
+
+void Keyring::State::forgotten(std::string_view subject) {
+  detail::MutexLock lock(mu_);
+  // Remembered as forgotten for good: a forget is never undone.
+  cache_[std::string(subject)] = {std::nullopt, Clock::time_point::max()};
+}
+
+// --- Keyring ----------------------------------------------------------------------------------
+
+Keyring::Keyring(std::shared_ptr<State> state) : state_(std::move(state)) {}
+Keyring::~Keyring() = default;
+
+std::string Keyring::seal(std::string_view subject, std::string_view plaintext,
+                          std::string_view aad) const {
+  const std::optional<detail::AesKey> key = state_->key(subject, true);
+  return detail::aes_gcm_seal(*key, plaintext, aad);
+}
+
+std::optional<std::string> Keyring::open(std::string_view subject, std::string_view sealed,
+                                         std::string_view aad) const {
+  const std::optional<detail::AesKey> key = state_->key(subject, false);
+  if (!key) return std::nullopt;
+  std::optional<std::string> plain = detail::aes_gcm_open(*key, sealed, aad);
+  if (!plain) {
+    throw PayloadError("the personal value of subject '" + std::string(subject) +
+                       "' does not decrypt under its key: its bytes were altered, or it was "
+                       "moved from another event or field");
+  }
+  return plain;
+}
+
+std::optional<SubjectInfo> Keyring::subject(std::string_view subject) const {
+  std::optional<KeyRow> row;
+  state_->open_storage()->read_sql([&](Sql& sql) { row = read_row(sql, subject); });
+  if (!row) return std::nullopt;
+  return info_of(*row);
+}
+
+std::vector<SubjectInfo> Keyring::subjects() const {
+  std::vector<SubjectInfo> out;
+  state_->open_storage()->read_sql([&](Sql& sql) {
+    if (sql.object_type(detail::kSubjectKeysTable) != "table") return;
+    sql.query(
+        "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+        "ORDER BY subject",
+        {}, [&](const SqlRow& r) { out.push_back(info_of(row_of(r))); });
+  });
+  return out;
+}
+
+std::size_t Keyring::rewrap(const KeyProvider& previous) const {
+  const std::string old_id = previous.id();
+  const std::string new_id = state_->provider->id();
+  std::size_t count = 0;
+  if (old_id == new_id) return 0;
+  state_->open_storage()->write_sql([&](Sql& sql) {
+    detail::ensure_key_table(sql);
+    std::vector<KeyRow> rows;
+    sql.query(
+        "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+        "WHERE kek = ?1 AND wrapped IS NOT NULL ORDER BY subject",
+        {old_id}, [&](const SqlRow& r) { rows.push_back(row_of(r)); });
+    for (const KeyRow& k : rows) {
+      const Bytes raw = previous.unwrap(*k.wrapped, k.subject);  // throws: nothing changed
+      sql.execute("UPDATE factum_subject_keys SET kek = ?2, wrapped = ?3 WHERE subject = ?1",
+                  {k.subject, new_id, state_->provider->wrap(raw, k.subject)});
+      ++count;
+    }
+  });
+  return count;
+}
+
+}  // namespace factum

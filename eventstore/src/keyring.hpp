@@ -1,0 +1,63 @@
+// The store's side of a Keyring (personal.hpp): the table of subjects' data keys, wrapped by the
+// key provider's KEK, and a short-lived cache of unwrapped keys.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "factum/detail/mutex.hpp"
+#include "factum/eventstore/personal.hpp"
+#include "factum/eventstore/sql.hpp"
+#include "personal_crypto.hpp"
+#include "storage.hpp"
+
+namespace factum {
+
+struct Keyring::State {
+  State(std::weak_ptr<detail::Storage> s, std::shared_ptr<const KeyProvider> p,
+        std::chrono::milliseconds c, std::string n)
+      : storage(std::move(s)), provider(std::move(p)), cache_for(c), shown(std::move(n)) {}
+
+  // The storage, while the store is open. Throws StorageError once it is closed.
+  std::shared_ptr<detail::Storage> open_storage() const;
+  // The data key of `subject`: nullopt when it has none (forgotten, or never made). With
+  // `create`, makes one when it has none and was never forgotten (InvalidArgument when it was).
+  std::optional<detail::AesKey> key(std::string_view subject, bool create);
+  // After a forget of `subject` committed: no key of it is kept.
+  void forgotten(std::string_view subject);
+
+  const std::weak_ptr<detail::Storage> storage;
+  const std::shared_ptr<const KeyProvider> provider;
+  const std::chrono::milliseconds cache_for;
+  const std::string shown;  // the store, for messages
+
+ private:
+  struct Entry {
+    std::optional<detail::AesKey> key;  // nullopt: forgotten
+    std::chrono::steady_clock::time_point until;
+  };
+  detail::AesKey unwrap(std::string_view subject, const std::string& kek, const Bytes& wrapped);
+
+  detail::Mutex mu_;
+  std::map<std::string, Entry, std::less<>> cache_ FACTUM_GUARDED_BY(mu_);
+};
+
+namespace detail {
+
+inline constexpr const char* kSubjectKeysTable = "factum_subject_keys";
+
+// Creates the table of keys when missing (inside the caller's write transaction).
+void ensure_key_table(Sql& sql);
+// Inside the append transaction of a factum.SubjectForgotten event: removes the subject's key
+// (its bytes overwritten on SQLite: secure_delete) and marks it forgotten, so that no key of it
+// is made again. Returns whether it had a key.
+bool forget_key(Sql& sql, std::string_view subject, std::int64_t now_us);
+// The payload of a factum.SubjectForgotten event: {"subject":"<id>"}.
+std::string forgotten_payload(std::string_view subject);
+
+}  // namespace detail
+}  // namespace factum
