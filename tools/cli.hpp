@@ -63,6 +63,7 @@ void add_info_commands(CLI::App& app, Action& action);        // info, stats
 void add_read_commands(CLI::App& app, Action& action);        // streams, read, tail
 void add_verify_command(CLI::App& app, Action& action);       // verify
 void add_anchor_command(CLI::App& app, Action& action);       // anchor
+void add_personal_commands(CLI::App& app, Action& action);    // forget, subjects
 void add_audit_command(CLI::App& app, Action& action);        // audit
 void add_export_command(CLI::App& app, Action& action);       // export
 void add_import_command(CLI::App& app, Action& action);       // import

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add_read_commands(app, action);
   add_verify_command(app, action);
   add_anchor_command(app, action);
+  add_personal_commands(app, action);
   add_audit_command(app, action);
   add_export_command(app, action);
   add_import_command(app, action);

@@ -129,11 +129,7 @@ class StoreImpl {
   }
 
   ForgetResult forget(std::string_view subject) {
-    if (!keyring_) {
-      throw InvalidArgument("factum: cannot forget a subject in '" + path_.string() +
-                            "': it has no key provider (StoreOptions::personal_data)");
-    }
-    validate_subject(subject);
+    validate_subject(subject);  // no key provider needed: deleting a key needs no secret
     EventData e;
     e.type = std::string(kSubjectForgottenType);
     e.payload = to_bytes(forgotten_payload(subject));
@@ -147,7 +143,7 @@ class StoreImpl {
     };
     const AppendView view{kSubjectsStream, ExpectedVersion::any(), {&e, 1}};
     const AppendResult r = append({&view, 1}, &hook).front();
-    keyring_state_->forgotten(subject);
+    if (keyring_state_) keyring_state_->forgotten(subject);
     ForgetResult out;
     out.position = r.last_position;
     out.was_known = was_known;

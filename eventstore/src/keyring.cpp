@@ -205,15 +205,27 @@ std::optional<SubjectInfo> Keyring::subject(std::string_view subject) const {
   return info_of(*row);
 }
 
+namespace {
+
+void read_subjects(Sql& sql, std::vector<SubjectInfo>& out) {
+  if (sql.object_type(detail::kSubjectKeysTable) != "table") return;
+  sql.query(
+      "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+      "ORDER BY subject",
+      {}, [&](const SqlRow& r) { out.push_back(info_of(row_of(r))); });
+}
+
+}  // namespace
+
+std::vector<SubjectInfo> list_subjects(const EventStore& store) {
+  std::vector<SubjectInfo> out;
+  store.read_sql([&](Sql& sql) { read_subjects(sql, out); });
+  return out;
+}
+
 std::vector<SubjectInfo> Keyring::subjects() const {
   std::vector<SubjectInfo> out;
-  state_->open_storage()->read_sql([&](Sql& sql) {
-    if (sql.object_type(detail::kSubjectKeysTable) != "table") return;
-    sql.query(
-        "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
-        "ORDER BY subject",
-        {}, [&](const SqlRow& r) { out.push_back(info_of(row_of(r))); });
-  });
+  state_->open_storage()->read_sql([&](Sql& sql) { read_subjects(sql, out); });
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -48,6 +49,21 @@ std::string personal_aad(const EventId& event, std::uint32_t field, std::string_
   for (int i = 3; i >= 0; --i) aad.push_back(static_cast<char>(field >> (8 * i)));
   aad.append(subject);
   return aad;
+}
+
+EventId snapshot_scope_id(std::string_view stream, std::uint64_t version) {
+  std::string input = "factum-snapshot";
+  input.push_back('\0');
+  input.append(stream);
+  for (int i = 7; i >= 0; --i) input.push_back(static_cast<char>(version >> (8 * i)));
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_Digest(input.data(), input.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) {
+    throw Error("factum: libcrypto failed to hash a snapshot's scope");
+  }
+  std::array<std::uint8_t, 16> id{};
+  std::copy_n(digest.begin(), id.size(), id.begin());
+  return EventId(id);
 }
 
 }  // namespace detail

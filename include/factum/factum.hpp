@@ -15,6 +15,7 @@
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/location.hpp"
 #include "factum/eventstore/payload_archive.hpp"
+#include "factum/eventstore/personal.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
 #include "factum/eventstore/text.hpp"

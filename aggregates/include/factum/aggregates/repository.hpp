@@ -20,6 +20,7 @@
 
 #include <factum/aggregates/aggregate.hpp>
 #include <factum/eventstore/event_store.hpp>
+#include <factum/eventstore/personal.hpp>
 #include <factum/snapshots/snapshot_store.hpp>
 
 #include <algorithm>
@@ -212,6 +213,9 @@ class Repository {
         continue;
       }
       try {
+        const std::shared_ptr<const Keyring> keys = store_.keyring();
+        const detail::PersonalScope personal(keys.get(),
+                                             detail::snapshot_scope_id(s.stream_id, s.version));
         return std::make_pair(decode_payload<A>(s.state), s.version);
       } catch (const std::exception& e) {
         ignore(s, std::string("it does not decode: ") + e.what());
@@ -249,6 +253,10 @@ class Repository {
     s.stream_id = stream_id(aggregate.id());
     s.version = aggregate.loaded_version();
     s.schema_version = A::snapshot_version;
+    // Personal values in the state are encrypted under their subjects' keys, as in events.
+    const std::shared_ptr<const Keyring> keys = store_.keyring();
+    const detail::PersonalScope personal(keys.get(),
+                                         detail::snapshot_scope_id(s.stream_id, s.version));
     const std::string bytes = encode_payload(aggregate);
     const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
     s.state.assign(first, first + bytes.size());  // no memcpy: may be empty (null data)

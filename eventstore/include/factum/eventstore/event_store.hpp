@@ -383,8 +383,9 @@ class EventStore {
   // (decoded as erased), and the hash chain, which covers only ciphertext, still verifies. On
   // SQLite the key's bytes are overwritten in the file (secure_delete) and checkpointed out of
   // the WAL (ForgetResult::purged). Forgetting a subject again appends another fact and changes
-  // nothing else. Needs #include <factum/eventstore/personal.hpp> for the result. Throws
-  // InvalidArgument (no key provider, or a bad subject id), StorageError.
+  // nothing else. Needs no key provider (deleting a key needs no secret), and
+  // #include <factum/eventstore/personal.hpp> for the result. Throws InvalidArgument (a bad
+  // subject id), StorageError (kind read_only on a read-only store).
   ForgetResult forget(std::string_view subject);
 
   // A watcher with its own connection to the file (see LogWatcher). Throws StorageError.

@@ -53,6 +53,7 @@
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
+#include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/payload_archive.hpp"
 
 namespace factum {
@@ -100,6 +101,12 @@ PersonalScope* current_personal_scope() noexcept;
 
 // The associated data of the personal value at `field` of `event`, of `subject`.
 std::string personal_aad(const EventId& event, std::uint32_t field, std::string_view subject);
+
+// What stands for the event id in the associated data of a snapshot's personal values: the
+// first 16 bytes of SHA-256("factum-snapshot", stream, version), so a snapshot's values decrypt
+// only in that snapshot. Snapshots encrypt under the subjects' keys like events do: a forget
+// erases them in both.
+EventId snapshot_scope_id(std::string_view stream, std::uint64_t version);
 
 }  // namespace detail
 
@@ -252,6 +259,10 @@ struct ForgetResult {
                           // false when readers kept the checkpoint from finishing (the next
                           // checkpoint completes it). Always true on PostgreSQL (see docs).
 };
+
+// Every subject `store` knows (has a key for, or forgot), ordered by id; needs no key provider.
+// Throws StorageError.
+std::vector<SubjectInfo> list_subjects(const EventStore& store);
 
 // The stream and type of the fact a forget appends (payload {"subject":"<id>"}).
 inline constexpr std::string_view kSubjectsStream = "factum-subjects";
