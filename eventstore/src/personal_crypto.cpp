@@ -2,9 +2,14 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "factum/eventstore/errors.hpp"
 
@@ -30,6 +35,38 @@ Ctx new_ctx() {
   return ctx;
 }
 
+// The nonce of each value: a field of 8 random bytes drawn per thread, then a 32-bit counter of
+// the thread's values (the deterministic construction of NIST SP 800-38D, 8.2.1). Nonces are
+// unique under any key unless two threads or processes draw the same 8 bytes (2^-64 a pair).
+// The field is drawn again when the counter runs out and in a child after fork(), whose copy
+// of the thread's state would otherwise repeat the parent's nonces. A RAND_bytes call per value
+// cost 1.9 us, more than the encryption (docs/personal-data.md).
+// Counts fork()s of this process (a child's handler runs in the child), so that a thread's
+// state copied into a child is known to be stale without a getpid() system call per value.
+std::atomic<std::uint64_t> forks{1};
+
+void next_nonce(unsigned char* nonce) {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+  });
+  struct State {
+    std::uint64_t generation = 0;  // `forks` when the field was drawn
+    std::uint32_t counter = 0;
+    unsigned char field[8] = {};
+  };
+  thread_local State state;
+  const std::uint64_t generation = forks.load(std::memory_order_relaxed);
+  if (state.generation != generation || state.counter == UINT32_MAX) {
+    if (RAND_bytes(state.field, sizeof state.field) != 1) crypto_failed("draw a nonce");
+    state.generation = generation;
+    state.counter = 0;
+  }
+  std::copy_n(state.field, sizeof state.field, nonce);
+  const std::uint32_t c = state.counter++;
+  for (int i = 0; i < 4; ++i) nonce[8 + i] = static_cast<unsigned char>(c >> (24 - 8 * i));
+}
+
 }  // namespace
 
 AesKey random_key() {
@@ -43,7 +80,7 @@ std::string aes_gcm_seal(const AesKey& key, std::string_view plaintext, std::str
   auto* o = reinterpret_cast<unsigned char*>(out.data());
   o[0] = kSealedVersion;
   unsigned char* nonce = o + 1;
-  if (RAND_bytes(nonce, kNonceSize) != 1) crypto_failed("draw a nonce");
+  next_nonce(nonce);
   const Ctx ctx = new_ctx();
   int n = 0;
   if (EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nonce) != 1 ||

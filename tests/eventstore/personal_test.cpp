@@ -2,6 +2,8 @@
 // key, with the hash chain still verifying; what a forget leaves in the files; keys made once
 // under races; a KEK rotated without touching an event. Both backends (the file checks: SQLite).
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -301,6 +303,32 @@ TEST_CASE("a key-encryption key file of the wrong size is refused by name") {
 }
 
 TEST_SUITE_BEGIN("sqlite-only");
+
+TEST_CASE("a child process after fork() never repeats its parent's nonces") {
+  Personal_ p;
+  const std::shared_ptr<const Keyring> keys = p.store.keyring();
+  const std::string aad = detail::personal_aad(EventId::generate(), 0, "user:1");
+  keys->seal("user:1", "x", aad);  // the thread's nonce state exists before the fork
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string sealed = keys->seal("user:1", "x", aad);  // the key is cached
+    const bool written = write(fds[1], sealed.data(), 13) == 13;
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  const std::string mine = keys->seal("user:1", "x", aad);
+  char theirs[13] = {};
+  CHECK(read(fds[0], theirs, 13) == 13);
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // Version byte, then the 12-byte nonce: the same value under the same key, other nonces.
+  CHECK(mine.substr(0, 13) != std::string(theirs, 13));
+}
 
 TEST_CASE("after forget, the key's bytes are in neither the file nor its WAL") {
   Personal_ p;
