@@ -104,6 +104,23 @@ std::string forgotten_payload(std::string_view subject) {
 
 }  // namespace detail
 
+std::optional<std::string> forgotten_subject(const RecordedEvent& e) {
+  if (e.type != kSubjectForgottenType || e.stream_id != kSubjectsStream) return std::nullopt;
+  constexpr std::string_view head = "{\"subject\":\"";
+  constexpr std::string_view tail = "\"}";
+  const std::string_view text(reinterpret_cast<const char*>(e.payload.data()), e.payload.size());
+  if (text.size() < head.size() + tail.size() || !text.starts_with(head) || !text.ends_with(tail)) {
+    return std::nullopt;
+  }
+  std::string subject(text.substr(head.size(), text.size() - head.size() - tail.size()));
+  try {
+    validate_subject(subject);
+  } catch (const InvalidArgument&) {
+    return std::nullopt;
+  }
+  return subject;
+}
+
 // --- Keyring::State ---------------------------------------------------------------------------
 
 std::shared_ptr<detail::Storage> Keyring::State::open_storage() const {

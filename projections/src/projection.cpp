@@ -91,4 +91,6 @@ std::string_view to_string(ProjectionState state) noexcept {
   return "unknown";
 }
 
+void Projection::forget(std::string_view, ProjectionContext&) {}
+
 }  // namespace factum

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/personal.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 
 namespace factum::detail {
@@ -20,8 +21,15 @@ void check_name(const std::string& name) {
   }
 }
 
-SubscriptionFilter filter_for(const std::vector<std::string>& types) {
+// The types the projection asked for and the facts of forgotten subjects, which every
+// projection is told of (Projection::forget); every event when it asked for all.
+SubscriptionFilter filter_for(std::vector<std::string> types) {
+  if (!types.empty()) types.emplace_back(kSubjectForgottenType);
   return SubscriptionFilter::all().with_types(types);
+}
+
+bool is_forget_fact(const RecordedEvent& e) {
+  return e.type == kSubjectForgottenType && e.stream_id == kSubjectsStream;
 }
 
 // A checkpoint read on a read connection: status() and wait_for() must not queue for the
@@ -95,7 +103,20 @@ ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection
 ProjectionRunner::~ProjectionRunner() { stop(); }
 
 bool ProjectionRunner::wants(const RecordedEvent& e) const {
-  return types_.empty() || std::find(types_.begin(), types_.end(), e.type) != types_.end();
+  return types_.empty() || std::find(types_.begin(), types_.end(), e.type) != types_.end() ||
+         is_forget_fact(e);
+}
+
+void ProjectionRunner::deliver(const RecordedEvent& e, ProjectionContext& ctx) {
+  if (is_forget_fact(e)) {
+    if (const std::optional<std::string> subject = forgotten_subject(e)) {
+      projection_->forget(*subject, ctx);
+    }
+    if (!types_.empty() && std::find(types_.begin(), types_.end(), e.type) == types_.end()) {
+      return;
+    }
+  }
+  projection_->apply(e, ctx);
 }
 
 // --- Turns: the file decides, memory follows once committed ------------------------------

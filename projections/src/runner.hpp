@@ -195,6 +195,9 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
                          Position end, ProjectionRow& row);
   void swap_in(Sql& sql, ProjectionRow& row, Position at);
   bool wants(const RecordedEvent& e) const;
+  // Hands `e` to the projection: forget() for a factum.SubjectForgotten fact, then apply()
+  // when its types take it.
+  void deliver(const RecordedEvent& e, ProjectionContext& ctx);
   bool external() const noexcept { return options_.target == ProjectionTarget::external; }
   bool is_rebuilding(const ProjectionRow& row) const noexcept {
     return row.rebuild_generation != 0 && row.rebuild_version == version_;

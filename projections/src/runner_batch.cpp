@@ -330,7 +330,7 @@ bool ProjectionRunner::external_turn(Sql& sql, const Delivery& x, Decision& d) {
 void ProjectionRunner::apply_fast(ProjectionContext& ctx, std::span<const RecordedEvent> events) {
   for (const RecordedEvent& e : events) {
     ProjectionContextAccess::set_key(ctx, {e.position, e.id});
-    projection_->apply(e, ctx);
+    deliver(e, ctx);
   }
 }
 
@@ -343,7 +343,7 @@ Position ProjectionRunner::apply_careful(Sql* sql, ProjectionContext& ctx,
     if (sql != nullptr) savepoint.emplace(*sql);
     std::string message;
     try {
-      projection_->apply(e, ctx);
+      deliver(e, ctx);
       if (savepoint) savepoint->release();
       continue;
     } catch (...) {

@@ -145,6 +145,8 @@ TEST_CASE("forget erases a subject's values only, appends the fact, and verify s
   CHECK(fact->type == kSubjectForgottenType);
   CHECK(std::string(reinterpret_cast<const char*>(fact->payload.data()), fact->payload.size()) ==
         "{\"subject\":\"user:1\"}");
+  CHECK(forgotten_subject(*fact) == "user:1");
+  CHECK(forgotten_subject(*p.store.read_all().begin()) == std::nullopt);
 
   const auto events = p.all();
   REQUIRE(events.size() == 3);

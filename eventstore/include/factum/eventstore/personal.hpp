@@ -268,6 +268,11 @@ std::vector<SubjectInfo> list_subjects(const EventStore& store);
 inline constexpr std::string_view kSubjectsStream = "factum-subjects";
 inline constexpr std::string_view kSubjectForgottenType = "factum.SubjectForgotten";
 
+// The subject a factum.SubjectForgotten fact of kSubjectsStream names; nullopt for any other
+// event, or one whose payload is not {"subject":"<id>"} with a valid id. For consumers that
+// must drop what they derived from the subject (projections get Projection::forget).
+std::optional<std::string> forgotten_subject(const RecordedEvent& event);
+
 // The data keys of a store's subjects (EventStore::keyring()): makes a subject's key the first
 // time a value of it is encrypted, keeps unwrapped keys in memory for `cache_for` (so a forget
 // made by another process is seen by this one within that time), and never keeps one of a

@@ -111,6 +111,12 @@ class Projection {
   // Applies one event. Throwing reports a failure (see ProjectionOptions::on_failure); the
   // event's changes are rolled back (store target).
   virtual void apply(const RecordedEvent& event, ProjectionContext& ctx) = 0;
+  // A subject of personal data was forgotten (a factum.SubjectForgotten fact; personal.hpp):
+  // remove what the read model derived from its values. Called for every such fact whatever
+  // event_types() names, in the same transaction as the checkpoint (store target), before
+  // apply() sees the fact (only when event_types() is empty or names it). Throwing is a failure
+  // of the fact's event, as for apply. Default: nothing.
+  virtual void forget(std::string_view subject, ProjectionContext& ctx);
 };
 
 }  // namespace factum
