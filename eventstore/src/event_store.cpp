@@ -123,8 +123,7 @@ class StoreImpl {
   void start_keyring() {
     const PersonalDataOptions& p = options_.personal_data;
     if (!p.key_provider) return;
-    keyring_state_ =
-        std::make_shared<Keyring::State>(storage_, p.key_provider, p.cache_for, path_.string());
+    keyring_state_ = std::make_shared<Keyring::State>(storage_, p, path_.string());
     keyring_ = std::make_shared<const Keyring>(keyring_state_);
   }
 

@@ -179,16 +179,33 @@ std::optional<detail::AesKey> Keyring::State::key(std::string_view subject, bool
   if (row->wrapped) key = unwrap(subject, row->kek, *row->wrapped);
   {
     detail::MutexLock lock(mu_);
-    cache_[std::string(subject)] = {key, Clock::now() + cache_for};
+    remember(std::string(subject), {key, Clock::now() + cache_for});
   }
   if (!key && create) forgotten_error(subject);
   return key;
 }
 
+void Keyring::State::remember(std::string subject, Entry entry) {
+  // Bounded: a service that decodes values of millions of subjects keeps at most max_cached
+  // keys; past that the expired ones go, and if that frees too little, all of them (each is
+  // read again from the table when next needed).
+  if (cache_.size() >= max_cached && cache_.find(subject) == cache_.end()) {
+    const auto now = Clock::now();
+    std::erase_if(cache_, [&](const auto& item) { return item.second.until <= now; });
+    if (cache_.size() >= max_cached / 2) cache_.clear();
+  }
+  cache_[std::move(subject)] = entry;
+}
+
+std::size_t Keyring::State::cached() {
+  detail::MutexLock lock(mu_);
+  return cache_.size();
+}
+
 void Keyring::State::forgotten(std::string_view subject) {
   detail::MutexLock lock(mu_);
   // Remembered as forgotten for good: a forget is never undone.
-  cache_[std::string(subject)] = {std::nullopt, Clock::time_point::max()};
+  remember(std::string(subject), {std::nullopt, Clock::time_point::max()});
 }
 
 // --- Keyring ----------------------------------------------------------------------------------
@@ -245,6 +262,8 @@ std::vector<SubjectInfo> Keyring::subjects() const {
   state_->open_storage()->read_sql([&](Sql& sql) { read_subjects(sql, out); });
   return out;
 }
+
+std::size_t Keyring::cached_keys() const { return state_->cached(); }
 
 std::size_t Keyring::rewrap(const KeyProvider& previous) const {
   const std::string old_id = previous.id();

@@ -2,6 +2,7 @@
 // key provider's KEK, and a short-lived cache of unwrapped keys.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -12,15 +13,19 @@
 #include "factum/detail/mutex.hpp"
 #include "factum/eventstore/personal.hpp"
 #include "factum/eventstore/sql.hpp"
+#include "factum/eventstore/store_options.hpp"
 #include "personal_crypto.hpp"
 #include "storage.hpp"
 
 namespace factum {
 
 struct Keyring::State {
-  State(std::weak_ptr<detail::Storage> s, std::shared_ptr<const KeyProvider> p,
-        std::chrono::milliseconds c, std::string n)
-      : storage(std::move(s)), provider(std::move(p)), cache_for(c), shown(std::move(n)) {}
+  State(std::weak_ptr<detail::Storage> s, const PersonalDataOptions& o, std::string n)
+      : storage(std::move(s)),
+        provider(o.key_provider),
+        cache_for(o.cache_for),
+        max_cached(std::max<std::size_t>(o.max_cached_keys, 1)),
+        shown(std::move(n)) {}
 
   // The storage, while the store is open. Throws StorageError once it is closed.
   std::shared_ptr<detail::Storage> open_storage() const;
@@ -29,10 +34,13 @@ struct Keyring::State {
   std::optional<detail::AesKey> key(std::string_view subject, bool create);
   // After a forget of `subject` committed: no key of it is kept.
   void forgotten(std::string_view subject);
+  // How many subjects the cache holds (at most max_cached).
+  std::size_t cached();
 
   const std::weak_ptr<detail::Storage> storage;
   const std::shared_ptr<const KeyProvider> provider;
   const std::chrono::milliseconds cache_for;
+  const std::size_t max_cached;
   const std::string shown;  // the store, for messages
 
  private:
@@ -41,6 +49,7 @@ struct Keyring::State {
     std::chrono::steady_clock::time_point until;
   };
   detail::AesKey unwrap(std::string_view subject, const std::string& kek, const Bytes& wrapped);
+  void remember(std::string subject, Entry entry) FACTUM_REQUIRES(mu_);
 
   detail::Mutex mu_;
   std::map<std::string, Entry, std::less<>> cache_ FACTUM_GUARDED_BY(mu_);

@@ -304,6 +304,44 @@ TEST_CASE("a key-encryption key file of the wrong size is refused by name") {
   CHECK_THROWS_AS(FileKeyProvider(dir.file("missing.bin")), InvalidArgument);
 }
 
+TEST_CASE("a keyring keeps at most max_cached_keys subjects' keys, however many it reads") {
+  TempDir dir;
+  const std::filesystem::path kek = write_kek(dir, "kek.bin", 'm');
+  StoreOptions o = TempStore::fast_options();
+  o.personal_data.key_provider = std::make_shared<FileKeyProvider>(kek);
+  o.personal_data.max_cached_keys = 100;
+  EventStore store = EventStore::open(temp_store_location(dir), o);
+  const FileKeyProvider provider(kek);
+  const std::size_t subjects = 250;
+  const std::vector<std::byte> key(32, std::byte{9});
+  store.write_sql([&](Sql& sql) {  // the table filled directly (docs/personal-data.md)
+    sql.execute(table_ddl(sql,
+                          "CREATE TABLE IF NOT EXISTS factum_subject_keys (subject TEXT PRIMARY "
+                          "KEY, kek TEXT NOT NULL, wrapped BLOB, created_us INTEGER NOT NULL, "
+                          "forgotten_us INTEGER)"));
+    for (std::size_t i = 0; i < subjects; ++i) {
+      const std::string s = "s:" + std::to_string(i);
+      sql.execute("INSERT INTO factum_subject_keys VALUES (?1, ?2, ?3, 0, NULL)",
+                  {s, provider.id(), provider.wrap(key, s)});
+    }
+  });
+  const std::shared_ptr<const Keyring> keys = store.keyring();
+  std::size_t most = 0;
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < subjects; ++i) {
+    // Each key is unwrapped (and kept); the bytes are not a value of it.
+    try {
+      keys->open("s:" + std::to_string(i), std::string(40, 'x'), "aad");
+    } catch (const PayloadError&) {
+      ++refused;
+    }
+    most = std::max(most, keys->cached_keys());
+  }
+  CHECK(refused == subjects);
+  CHECK(most == 100);
+  CHECK(keys->cached_keys() < 100);
+}
+
 TEST_SUITE_BEGIN("sqlite-only");
 
 TEST_CASE("a child process after fork() never repeats its parent's nonces") {

@@ -292,6 +292,9 @@ class Keyring : public detail::PersonalCodec {
   std::optional<SubjectInfo> subject(std::string_view subject) const;
   // Every subject, ordered by id.
   std::vector<SubjectInfo> subjects() const;
+  // How many subjects' keys (or forgotten marks) are in memory: at most
+  // PersonalDataOptions::max_cached_keys, however many subjects are decoded.
+  std::size_t cached_keys() const;
   // Re-wraps every key wrapped by `previous` (its id) with the store's current key provider,
   // in one transaction, touching no event. Returns how many were re-wrapped. Throws Error when
   // a key does not unwrap under `previous` (nothing changed).

@@ -56,6 +56,10 @@ struct PersonalDataOptions {
   // How long an unwrapped data key is kept in memory: a forget made through another process
   // (or another store object) is seen by this one within this time. Default: 1 second.
   std::chrono::milliseconds cache_for{1000};
+  // Most subjects' keys kept in memory at once (expired ones are dropped first, then all when
+  // that frees too little; a dropped key is read again when next needed). 0 acts as 1.
+  // Default: 65,536 (about 10 MiB).
+  std::size_t max_cached_keys = 65536;
 };
 
 enum class Durability {
