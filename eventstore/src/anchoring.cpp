@@ -78,6 +78,11 @@ std::optional<AcceptedRollback> acceptance_of(const std::vector<AcceptedRollback
   return std::nullopt;
 }
 
+// The log's acceptance of `anchor`'s loss, if it holds one.
+std::optional<AcceptedRollback> accepted_in(const AnchoredLog& log, const Anchor& anchor) {
+  return acceptance_of(acceptances_in(log.anchor_events()), anchor);
+}
+
 void check_reason(const std::string& reason) {
   if (reason.empty() || reason.size() > 1000) {
     throw InvalidArgument("factum: the reason for accepting a rollback must be 1 to 1,000 bytes");
@@ -128,8 +133,7 @@ Anchor anchor_log(const AnchoredLog& log, const AnchorSigningKey& key, AnchorSin
                           ", is not signed by this key (the anchors were altered or belong to "
                           "another key)");
       }
-      if (const auto why = not_held(log, *last);
-          why && !acceptance_of(acceptances_in(log.anchor_events()), *last)) {
+      if (const auto why = not_held(log, *last); why && !accepted_in(log, *last)) {
         throw AnchorError("factum: not anchoring the store: " + *why +
                           " (accept the loss first if it is known: factum anchor "
                           "--accept-rollback, or AnchoringOptions::accept_rollback)");
@@ -152,7 +156,7 @@ bool check_at_open(const AnchoredLog& log, const AnchoringOptions& options,
   const std::optional<std::string> why = not_held(log, *newest);
   if (!why) return false;
   // Accepted already, perhaps not yet covered by an anchor: one is wanted soon.
-  if (acceptance_of(acceptances_in(log.anchor_events()), *newest)) return true;
+  if (accepted_in(log, *newest)) return true;
   if (options.accept_rollback.empty()) {
     throw AnchorError(what + *why +
                       " (restore the newest backup; or, if the loss is known and accepted, open "
