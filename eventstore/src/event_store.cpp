@@ -41,6 +41,17 @@ class StoreImpl {
     const AppendHook* hook = hook_override != nullptr ? hook_override
                              : appending_.empty()     ? nullptr
                                                       : &hook_;
+    // Events with personal values commit only while their subjects' keys are in the store: a
+    // key cached before a forget (here or in another process) never seals a value stored after
+    // it (personal.hpp, kSubjectsMetadataKey).
+    AppendHook checked;
+    if (holds_personal_values(appends)) {
+      checked = [hook](AppendTransaction& tx) {
+        require_keys(tx.sql(), tx.events());
+        if (hook != nullptr) (*hook)(tx);
+      };
+      hook = &checked;
+    }
     auto results = storage_->append(appends, sink, hook);
     if (sink.first_written != 0 && anchorer_) {
       anchorer_->appended(sink.last_written - sink.first_written + 1);
@@ -49,6 +60,17 @@ class StoreImpl {
     if (sink.events == nullptr) read_back(sink, committed);
     signal_(committed);
     return results;
+  }
+
+  static bool holds_personal_values(std::span<const AppendView> appends) {
+    for (const AppendView& a : appends) {
+      for (const EventData& e : a.events) {
+        if (!e.metadata.values.empty() && e.metadata.values.contains(kSubjectsMetadataKey)) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // The events of positions first_written..last_written, read from the log.
@@ -125,6 +147,8 @@ class StoreImpl {
     if (!p.key_provider) return;
     keyring_state_ = std::make_shared<Keyring::State>(storage_, p, path_.string());
     keyring_ = std::make_shared<const Keyring>(keyring_state_);
+    if (p.previous_key_provider) keyring_->rewrap(*p.previous_key_provider);
+    keyring_state_->check_provider();
   }
 
   ForgetResult forget(std::string_view subject) {

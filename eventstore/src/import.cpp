@@ -12,6 +12,7 @@
 #include "event_rows.hpp"
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
+#include "keyring.hpp"
 #include "validation.hpp"
 
 namespace factum {
@@ -89,9 +90,15 @@ class Importer {
     insert(e, stream);
     stream.version = e.stream_version;
     head_ = {e.position, e.hash};
+    // A forget in the imported log forgets here too: the subject's key (imported with the
+    // keys, or none) is deleted and no key of it is ever made again in this store.
+    if (const std::optional<std::string> subject = forgotten_subject(e)) {
+      detail::forget_key(sql_, *subject, e.recorded_at.time_since_epoch().count());
+    }
   }
 
   const Head& head() const noexcept { return head_; }
+
 
  private:
   struct Stream {

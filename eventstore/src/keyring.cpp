@@ -98,6 +98,38 @@ bool forget_key(Sql& sql, std::string_view subject, std::int64_t now) {
   return row && row->wrapped.has_value();
 }
 
+void require_keys(Sql& sql, std::span<const RecordedEvent> events) {
+  bool table = false;
+  bool looked = false;
+  std::vector<std::string> checked;
+  for (const RecordedEvent& e : events) {
+    for (const std::string& subject : subjects_of(e.metadata)) {
+      if (std::find(checked.begin(), checked.end(), subject) != checked.end()) continue;
+      if (!looked) {
+        table = sql.object_type(kSubjectKeysTable) == "table";
+        looked = true;
+      }
+      std::optional<std::int64_t> active;
+      if (table) {
+        active = sql.query_integer(
+            "SELECT CASE WHEN wrapped IS NULL THEN 0 ELSE 1 END FROM factum_subject_keys "
+            "WHERE subject = ?1",
+            {subject});
+      }
+      if (!active || *active == 0) {
+        throw InvalidArgument(
+            "factum: the event " + e.id.to_string() + " of stream '" + e.stream_id +
+            "' holds a personal value of subject '" + subject + "', which " +
+            (active ? std::string("was forgotten (before this append committed)")
+                    : std::string("has no key in this store (was the event encoded with another "
+                                  "store's keyring?)")) +
+            ": nothing was written");
+      }
+      checked.push_back(subject);
+    }
+  }
+}
+
 std::string forgotten_payload(std::string_view subject) {
   return "{\"subject\":\"" + std::string(subject) + "\"}";  // subject ids need no escaping
 }
@@ -146,6 +178,40 @@ detail::AesKey Keyring::State::unwrap(std::string_view subject, const std::strin
   }
   std::copy_n(reinterpret_cast<const std::uint8_t*>(raw.data()), key.size(), key.begin());
   return key;
+}
+
+void Keyring::State::check_provider() {
+  const std::string id = provider->id();
+  std::optional<KeyRow> row;
+  std::int64_t others = 0;
+  open_storage()->read_sql([&](Sql& sql) {
+    if (sql.object_type(detail::kSubjectKeysTable) != "table") return;
+    // A key wrapped by this provider's id when there is one (the newest), else any key.
+    sql.query(
+        "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+        "WHERE wrapped IS NOT NULL ORDER BY CASE WHEN kek = ?1 THEN 0 ELSE 1 END, "
+        "created_us DESC, subject LIMIT 1",
+        {id}, [&](const SqlRow& r) { row = row_of(r); });
+    others = sql.query_integer(
+                    "SELECT count(*) FROM factum_subject_keys WHERE wrapped IS NOT NULL AND "
+                    "kek <> ?1",
+                    {id})
+                 .value_or(0);
+  });
+  if (!row) return;  // no key yet: any KEK will do
+  if (row->kek != id) {
+    throw InvalidArgument("factum: the key-encryption key " + id + " wraps none of the " +
+                          std::to_string(others) + " data keys of '" + shown +
+                          "', which are wrapped by " + row->kek +
+                          " (the wrong KEK file? To rotate the KEK, open with the old one as "
+                          "PersonalDataOptions::previous_key_provider)");
+  }
+  try {
+    unwrap(row->subject, row->kek, *row->wrapped);
+  } catch (const Error& e) {
+    throw InvalidArgument("factum: the key-encryption key " + id + " does not unwrap the data keys "
+                          "of '" + shown + "' that name it (" + e.what() + ")");
+  }
 }
 
 std::optional<detail::AesKey> Keyring::State::key(std::string_view subject, bool create) {
@@ -255,6 +321,50 @@ std::vector<SubjectInfo> list_subjects(const EventStore& store) {
   std::vector<SubjectInfo> out;
   store.read_sql([&](Sql& sql) { read_subjects(sql, out); });
   return out;
+}
+
+std::vector<WrappedKey> wrapped_keys(const EventStore& store) {
+  std::vector<WrappedKey> out;
+  store.read_sql([&](Sql& sql) {
+    if (sql.object_type(detail::kSubjectKeysTable) != "table") return;
+    sql.query(
+        "SELECT subject, kek, wrapped, created_us, forgotten_us FROM factum_subject_keys "
+        "WHERE wrapped IS NOT NULL ORDER BY subject",
+        {}, [&](const SqlRow& r) {
+          KeyRow k = row_of(r);
+          out.push_back({std::move(k.subject), std::move(k.kek), std::move(*k.wrapped),
+                         at_us(k.created_us)});
+        });
+  });
+  return out;
+}
+
+std::size_t add_wrapped_keys(EventStore& store, std::span<const WrappedKey> keys) {
+  for (const WrappedKey& k : keys) {
+    validate_subject(k.subject);
+    if (k.kek_id.empty() || k.kek_id.size() > 64 || k.wrapped.empty()) {
+      throw InvalidArgument("factum: the key of subject '" + k.subject +
+                            "' has no KEK id (1 to 64 characters) or no wrapped bytes");
+    }
+  }
+  std::size_t added = 0;
+  store.write_sql([&](Sql& sql) {
+    detail::ensure_key_table(sql);
+    for (const WrappedKey& k : keys) {
+      const std::optional<KeyRow> row = read_row(sql, k.subject);
+      if (!row) {
+        sql.execute(
+            "INSERT INTO factum_subject_keys (subject, kek, wrapped, created_us, forgotten_us) "
+            "VALUES (?1, ?2, ?3, ?4, NULL)",
+            {k.subject, k.kek_id, k.wrapped, k.created_at.time_since_epoch().count()});
+        ++added;
+      } else if (row->wrapped && (*row->wrapped != k.wrapped || row->kek != k.kek_id)) {
+        throw InvalidArgument("factum: subject '" + k.subject +
+                              "' has another key in this store already: no key was added");
+      }
+    }
+  });
+  return added;
 }
 
 std::vector<SubjectInfo> Keyring::subjects() const {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,9 @@ struct Keyring::State {
   // The data key of `subject`: nullopt when it has none (forgotten, or never made). With
   // `create`, makes one when it has none and was never forgotten (InvalidArgument when it was).
   std::optional<detail::AesKey> key(std::string_view subject, bool create);
+  // Throws InvalidArgument when the store has data keys and the provider unwraps none of them
+  // (the wrong KEK): one key is unwrapped, one wrapped by the provider's id when there is one.
+  void check_provider();
   // After a forget of `subject` committed: no key of it is kept.
   void forgotten(std::string_view subject);
   // How many subjects the cache holds (at most max_cached).
@@ -65,6 +69,9 @@ void ensure_key_table(Sql& sql);
 // (its bytes overwritten on SQLite: secure_delete) and marks it forgotten, so that no key of it
 // is made again. Returns whether it had a key.
 bool forget_key(Sql& sql, std::string_view subject, std::int64_t now_us);
+// Inside an append's transaction: throws InvalidArgument unless every subject named by the
+// events' kSubjectsMetadataKey has a key in the store (none forgotten, none unknown).
+void require_keys(Sql& sql, std::span<const RecordedEvent> events);
 // The payload of a factum.SubjectForgotten event: {"subject":"<id>"}.
 std::string forgotten_payload(std::string_view subject);
 

@@ -51,7 +51,7 @@ void Account::open(std::string owner, Money overdraft_limit, factum::Timestamp a
   if (overdraft_limit < Money{} || overdraft_limit > Money::max()) {
     throw Refused(Refused::Reason::invalid, id(), "invalid overdraft limit for account " + id());
   }
-  raise(AccountOpened{std::move(owner), overdraft_limit, at});
+  raise(AccountOpened{OwnerName::of(owner_subject(id()), std::move(owner)), overdraft_limit, at});
 }
 
 void Account::deposit(Money amount, std::string memo, factum::Timestamp at) {
@@ -104,6 +104,27 @@ void Account::apply(const AccountOpened& e) {
   open_ = true;
   owner_ = e.owner;
   limit_ = e.overdraft_limit;
+}
+
+void Account::check_forgettable() const {
+  if (!exists_) throw Refused(Refused::Reason::unknown_account, id(), "no account " + id());
+  if (open_) {
+    throw Refused(Refused::Reason::still_open, id(),
+                  "account " + id() +
+                      " is open: the bank keeps the name of whom it holds money for while the "
+                      "account is open; close it first (its balance must be zero), then forget "
+                      "its owner");
+  }
+  if (owner_.erased()) {
+    throw Refused(Refused::Reason::not_erasable, id(),
+                  "the owner of account " + id() + " was forgotten already");
+  }
+  if (!owner_.personal) {
+    throw Refused(Refused::Reason::not_erasable, id(),
+                  "account " + id() +
+                      " was opened before factum-bank kept owner names as personal data: its "
+                      "owner's name is in the log in plain text, which no forget can erase");
+  }
 }
 
 std::string Account::status() const {

@@ -35,6 +35,8 @@ class Refused : public std::runtime_error {
     overdraft,        // past the overdraft limit
     balance_limit,    // above Money::max()
     not_empty,        // close with a balance left
+    still_open,       // forget the owner of an open account
+    not_erasable,     // forget an owner forgotten already, or stored in plain text (schema 1)
   };
   Refused(Reason reason, std::string account, const std::string& message)
       : std::runtime_error(message), reason_(reason), account_(std::move(account)) {}
@@ -59,7 +61,9 @@ class Account
                                TransferCredited, TransferReversed, AccountClosed> {
  public:
   static constexpr std::string_view category = "account";  // streams "account-<id>"
-  static constexpr std::uint32_t snapshot_version = 1;
+  // 2: the owner's name is personal data (encrypted in snapshots too); version 1 snapshots
+  // (a plain name) are not read: the account is folded from its events instead.
+  static constexpr std::uint32_t snapshot_version = 2;
 
   // Commands: each checks every invariant, then raises one event.
   void open(std::string owner, Money overdraft_limit, factum::Timestamp at);
@@ -69,6 +73,9 @@ class Account
   void credit_transfer(std::string from, Money amount, std::string memo, factum::Timestamp at);
   void reverse_transfer(std::string to, Money amount, std::string reason, factum::Timestamp at);
   void close(factum::Timestamp at);
+  // Throws Refused unless the owner may be forgotten: the account exists, is closed, and its
+  // owner's name is personal data not forgotten yet.
+  void check_forgettable() const;
 
   // Folding history: no checks, history is history.
   void apply(const AccountOpened& e);
@@ -81,7 +88,9 @@ class Account
 
   bool exists() const noexcept { return exists_; }
   bool is_open() const noexcept { return open_; }
-  const std::string& owner() const noexcept { return owner_; }
+  // The owner's name; "" once the owner was forgotten.
+  std::string owner() const { return owner_.text(); }
+  const OwnerName& owner_name() const noexcept { return owner_; }
   Money balance() const noexcept { return balance_; }
   Money overdraft_limit() const noexcept { return limit_; }
   // What may still be withdrawn: balance + overdraft limit (0 when closed).
@@ -102,7 +111,7 @@ class Account
 
   bool exists_ = false;
   bool open_ = false;
-  std::string owner_;
+  OwnerName owner_;
   Money limit_;
   Money balance_;
 };

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <factum/eventstore/personal.hpp>
+
 namespace bank {
 namespace {
 
@@ -22,6 +24,7 @@ Bank::Bank(factum::EventStore& store, BankOptions options)
       options_(std::move(options)),
       snapshots_(store),
       repository_(store, registry_, snapshots_, repository_options(options_)) {
+  if (auto keyring = store.keyring()) registry_.use_keyring(std::move(keyring));
   register_events(registry_);
 }
 
@@ -53,6 +56,13 @@ void Bank::close(std::string_view account) {
   check_account_id(account);
   const factum::Timestamp at = now();
   run(account, context(), [&](Account& a) { a.close(at); });
+}
+
+factum::Position Bank::forget(std::string_view account) {
+  check_account_id(account);
+  load(account).check_forgettable();
+  start_projections();  // the read models purge the name in the forget's own transaction
+  return store_.forget(owner_subject(account)).position;
 }
 
 TransferResult Bank::transfer(std::string_view from, std::string_view to, Money amount,

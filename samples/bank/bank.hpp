@@ -2,7 +2,9 @@
 // (through the Account aggregate and a Repository) and reads of the read models (balances and
 // statements, projected inline into the store's file).
 //
-//   auto store = factum::EventStore::open("bank.db");
+//   factum::StoreOptions options;                       // owners' names need a KEK
+//   options.personal_data.key_provider = std::make_shared<factum::FileKeyProvider>(kek);
+//   auto store = factum::EventStore::open("bank.db", options);
 //   bank::Bank bank(store);
 //   bank.open("acc-1", "Ann Smith", bank::Money::parse("500"));     // overdraft limit 500.00
 //   bank.deposit("acc-1", bank::Money::parse("100.00"));
@@ -61,6 +63,8 @@ struct TransferResult {
 
 class Bank {
  public:
+  // Owners' names are personal data: give `store` a key provider (StoreOptions::personal_data),
+  // or opening an account is refused by the library (factum::InvalidArgument).
   explicit Bank(factum::EventStore& store, BankOptions options = {});
   ~Bank();
   Bank(const Bank&) = delete;
@@ -76,6 +80,13 @@ class Bank {
   TransferResult transfer(std::string_view from, std::string_view to, Money amount,
                           std::string memo = "transfer");
   void close(std::string_view account);
+  // Forgets the owner of a closed account (EventStore::forget of owner_subject(account)): the
+  // owner's name is erased from the log, the snapshots and the read models (in the forget's
+  // transaction, through Projection::forget); balances, statements and the audit stay as they
+  // were. Throws Refused (nothing written) for an unknown or open account, an owner forgotten
+  // already, or a name stored in plain text (Account::check_forgettable). Returns the position
+  // of the factum.SubjectForgotten fact.
+  factum::Position forget(std::string_view account);
 
   // The account as its events make it (never the read models). An unknown id gives an
   // Account whose exists() is false. Throws Refused for a malformed id.

@@ -107,6 +107,19 @@ int close_command(const std::filesystem::path& db, const std::string& account) {
   });
 }
 
+int forget_command(const std::filesystem::path& db, const std::string& account) {
+  check_account_id(account);
+  return with_bank(db, [&](Bank& bank) {
+    const factum::Position fact = bank.forget(account);
+    std::cout << "forgot the owner of " << account << " (subject " << owner_subject(account)
+              << ", fact at position " << fact
+              << "): the name is erased; the balance, the statement and the audit are as "
+                 "they were\n";
+    print_account(std::cout, require_row(bank, account));
+    return 0;
+  });
+}
+
 int balance_command(const std::filesystem::path& db, const std::string& account) {
   return with_bank(db, [&](Bank& bank) {
     print_account(std::cout, require_row(bank, account));

@@ -30,6 +30,8 @@ int withdraw_command(const std::filesystem::path& db, const std::string& account
 int transfer_command(const std::filesystem::path& db, const std::string& from,
                      const std::string& to, const std::string& amount, const std::string& memo);
 int close_command(const std::filesystem::path& db, const std::string& account);
+// Forgets the owner of a closed account (Bank::forget): the name is erased, balances stay.
+int forget_command(const std::filesystem::path& db, const std::string& account);
 int balance_command(const std::filesystem::path& db, const std::string& account);
 int statement_command(const std::filesystem::path& db, const std::string& account,
                       std::size_t last);

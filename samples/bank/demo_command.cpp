@@ -6,6 +6,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include <factum/eventstore/text.hpp>
+
 #include "audit.hpp"
 #include "bank.hpp"
 #include "commands.hpp"
@@ -77,8 +79,35 @@ void print_compensation(Bank& bank) {
               << "\n  position " << e.position << "  " << e.stream_id << " v" << e.stream_version
               << "  " << e.type << "  compensates " << e.metadata.compensates->to_string()
               << "\n    " << reversal.amount.to_display() << " back from " << reversal.to << ": "
-              << reversal.reason << "\n";
+              << factum::printable(reversal.reason) << "\n";
     return;
+  }
+}
+
+// The right to be forgotten: the owner of the first closed account is forgotten (before and
+// after), and forgetting the owner of an open account is refused.
+void print_forget(Bank& bank) {
+  const std::vector<AccountRow> rows = bank.accounts();
+  const auto closed = std::find_if(rows.begin(), rows.end(),
+                                   [](const AccountRow& r) { return r.status == "closed"; });
+  if (closed == rows.end()) return;
+  std::cout << "\nThe right to be forgotten: factum-bank forget " << closed->account
+            << "\n  before: ";
+  print_account(std::cout, *closed);
+  const factum::Position fact = bank.forget(closed->account);
+  std::cout << "  after:  ";
+  print_account(std::cout, *bank.account(closed->account));
+  std::cout << "  (the key of subject " << owner_subject(closed->account)
+            << " is deleted, fact at position " << fact
+            << "; the log is unchanged, so the audit below still passes)\n";
+  const auto open = std::find_if(rows.begin(), rows.end(),
+                                 [](const AccountRow& r) { return r.status == "open"; });
+  if (open == rows.end()) return;
+  try {
+    bank.forget(open->account);
+  } catch (const Refused& refused) {
+    std::cout << "  factum-bank forget " << open->account << ": refused: " << refused.what()
+              << "\n";
   }
 }
 
@@ -100,8 +129,10 @@ int demo_command(const std::filesystem::path& db, const DemoOptions& options, bo
   Bank bank(store);
   print_top(bank);
   print_compensation(bank);
+  print_forget(bank);
   std::cout << "\nTry next, one at a time: factum-bank --db " << shell_word(db)
-            << " accounts / statement ACCOUNT / replay-with-new-logic / audit\n\n";
+            << " accounts / statement ACCOUNT / replay-with-new-logic / forget ACCOUNT / "
+               "audit\n\n";
   bank.sync_read_models();
   const AuditReport report = audit(store, bank.registry());
   for (const std::string& d : report.differences) std::cout << "audit: " << d << "\n";

@@ -11,6 +11,9 @@ void register_events(factum::EventRegistry& registry) {
       .add<TransferCredited>()
       .add<TransferReversed>()
       .add<AccountClosed>();
+  registry.upcast<AccountOpenedV1, AccountOpened>([](const AccountOpenedV1& old) {
+    return AccountOpened{OwnerName::legacy(old.owner), old.overdraft_limit, old.at};
+  });
   registry.validate();
 }
 
@@ -23,6 +26,16 @@ std::vector<std::string> event_type_names() {
 
 factum::Timestamp event_time(const BankEvent& event) {
   return std::visit([](const auto& e) { return e.at; }, event);
+}
+
+std::string owner_subject(std::string_view account_id) {
+  return "owner:" + std::string(account_id);
+}
+
+std::optional<std::string> account_of_subject(std::string_view subject) {
+  constexpr std::string_view kPrefix = "owner:";
+  if (!subject.starts_with(kPrefix) || subject.size() == kPrefix.size()) return std::nullopt;
+  return std::string(subject.substr(kPrefix.size()));
 }
 
 std::string stream_of(std::string_view account_id) { return "account-" + std::string(account_id); }

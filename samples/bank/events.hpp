@@ -7,6 +7,11 @@
 // statements print and the month-end rules of replay-with-new-logic go by. The store's own
 // `recorded_at` is when it was committed.
 //
+// Personal data (docs/erasure.md): the owner's name in AccountOpened is a
+// factum::Personal value of the subject "owner:<account id>"; forgetting that subject (`factum-bank
+// forget`, closed accounts only) erases it and nothing else. Account ids, amounts and memos are
+// not personal data here.
+//
 // A transfer is three kinds of events in two streams, tied together by their metadata: the
 // debit in the source stream (correlation id = the transfer's id), the credit in the target
 // stream (causation id = the debit), and, when the target refuses the credit, a reversal in
@@ -17,6 +22,7 @@
 
 #include <factum/factum.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -25,10 +31,58 @@
 
 namespace bank {
 
+// The subject of an account owner's personal data: "owner:<account id>" (an account id is a
+// valid subject id, and says nothing about the person).
+std::string owner_subject(std::string_view account_id);
+// The account of a subject "owner:<id>"; nullopt for any other subject.
+std::optional<std::string> account_of_subject(std::string_view subject);
+
+// An owner's name: personal data of the account's owner subject in events written now, so
+// `factum-bank forget` erases it; plain text in AccountOpened events of schema 1 (written
+// before the bank kept personal data), upcast to this form, which can never be erased.
+struct OwnerName {
+  std::optional<factum::Personal<std::string>> personal;
+  std::string plain;  // schema 1 only
+
+  static OwnerName of(std::string subject, std::string name) {
+    return OwnerName{factum::Personal<std::string>(std::move(subject), std::move(name)), {}};
+  }
+  static OwnerName legacy(std::string name) { return OwnerName{std::nullopt, std::move(name)}; }
+
+  // Its subject was forgotten (or it was decoded without the store's keyring): the name is gone.
+  bool erased() const noexcept { return personal && !personal->has_value(); }
+  // The name; "" when it is erased.
+  std::string text() const {
+    if (!personal) return plain;
+    return personal->has_value() ? personal->value() : std::string();
+  }
+
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) {
+    ar& personal& plain;
+  }
+  friend bool operator==(const OwnerName&, const OwnerName&) = default;
+};
+
+// Schema 2: the owner's name is personal data.
 struct AccountOpened {
   static constexpr std::string_view event_type = "bank.AccountOpened";
-  std::string owner;
+  static constexpr std::uint32_t schema_version = 2;
+  OwnerName owner;
   Money overdraft_limit;  // how far below zero the balance may go
+  factum::Timestamp at{};
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) {
+    ar& owner& overdraft_limit& at;
+  }
+};
+
+// The layout of schema 1 (a plain owner name), read by an upcaster (register_events).
+struct AccountOpenedV1 {
+  static constexpr std::string_view event_type = "bank.AccountOpened";
+  static constexpr std::uint32_t schema_version = 1;
+  std::string owner;
+  Money overdraft_limit;
   factum::Timestamp at{};
   template <class Ar>
   void serialize(Ar& ar, unsigned) {

@@ -4,6 +4,7 @@
 // an audit that found differences; 2 a usage error (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -11,11 +12,13 @@
 #include "checked_stdout.hpp"
 #include "cli_errors.hpp"
 #include "commands.hpp"
+#include "store_file.hpp"
 
 namespace {
 
 struct Args {
   std::string db = "bank.db";
+  std::string kek;
   std::string account, owner, to, amount, memo, limit = "0";
   std::size_t last = 0, top = 10;
   bool fresh = false, rebuild = false;
@@ -62,6 +65,11 @@ void add_money_commands(CLI::App& app, Args& a) {
   transfer->add_option("--memo", a.memo, "what it is for");
   account_arg(command(app, "close", "close an account (its balance must be zero)", a,
                       [&a] { return bank::close_command(a.db, a.account); }),
+              a);
+  account_arg(command(app, "forget",
+                      "forget the owner of a closed account: their name is erased, the balances "
+                      "and the audit stay",
+                      a, [&a] { return bank::forget_command(a.db, a.account); }),
               a);
 }
 
@@ -113,6 +121,11 @@ int main(int argc, char** argv) {
                  "the bank's store file, or a PostgreSQL URI (postgresql://...; the store lives "
                  "in its search_path's schema)")
       ->capture_default_str();
+  CLI::Option* kek =
+      app.add_option("--kek", args.kek,
+                     "the key file (32 random bytes) that wraps the keys of the owners' names "
+                     "(default: the store file's path + \".kek\", created when needed; a "
+                     "PostgreSQL URI needs one)");
   app.require_subcommand(1);
   add_demo_command(app, args);
   add_money_commands(app, args);
@@ -120,6 +133,7 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     app.parse(argc, argv);
+    if (kek->count() > 0) bank::set_key_file(std::filesystem::path(args.kek));
     code = args.action();
   } catch (const CLI::ParseError& e) {
     code = factum::samples::report_parse_error(app, e, std::cout, std::cerr);

@@ -66,30 +66,32 @@ std::vector<StatementLine> statement_in(factum::Sql& sql, std::string_view id) {
 }  // namespace
 
 Entry entry_of(const BankEvent& event) {
-  return std::visit(factum::overloaded{
-                        [](const AccountOpened& e) {
-                          return Entry{"opened", {}, {}, "owner " + e.owner};
-                        },
-                        [](const Deposited& e) {
-                          return Entry{"deposit", e.amount, {}, e.memo};
-                        },
-                        [](const Withdrawn& e) {
-                          return Entry{"withdrawal", -e.amount, {}, e.memo};
-                        },
-                        [](const TransferDebited& e) {
-                          return Entry{"transfer out", -e.amount, e.to, e.memo};
-                        },
-                        [](const TransferCredited& e) {
-                          return Entry{"transfer in", e.amount, e.from, e.memo};
-                        },
-                        [](const TransferReversed& e) {
-                          return Entry{"reversal", e.amount, e.to, e.reason};
-                        },
-                        [](const AccountClosed&) {
-                          return Entry{"closed", {}, {}, {}};
-                        },
-                    },
-                    event);
+  return std::visit(
+      factum::overloaded{
+          [](const AccountOpened& e) {
+            const std::string name = e.owner.text();  // "" when erased
+            return Entry{"opened", {}, {}, "owner " + (name.empty() ? std::string(kErased) : name)};
+          },
+          [](const Deposited& e) {
+            return Entry{"deposit", e.amount, {}, e.memo};
+          },
+          [](const Withdrawn& e) {
+            return Entry{"withdrawal", -e.amount, {}, e.memo};
+          },
+          [](const TransferDebited& e) {
+            return Entry{"transfer out", -e.amount, e.to, e.memo};
+          },
+          [](const TransferCredited& e) {
+            return Entry{"transfer in", e.amount, e.from, e.memo};
+          },
+          [](const TransferReversed& e) {
+            return Entry{"reversal", e.amount, e.to, e.reason};
+          },
+          [](const AccountClosed&) {
+            return Entry{"closed", {}, {}, {}};
+          },
+      },
+      event);
 }
 
 std::int64_t to_micros(factum::Timestamp t) { return t.time_since_epoch().count(); }
@@ -115,7 +117,7 @@ void BalancesProjection::apply(const factum::RecordedEvent& event, factum::Proje
   if (const auto* opened = std::get_if<AccountOpened>(&decoded)) {
     ctx.sql().execute(
         "INSERT INTO " + ctx.table("balances") + " VALUES (?1, ?2, 0, ?3, 'open', ?4, ?5)",
-        {text(account), text(opened->owner), integer(opened->overdraft_limit.minor()),
+        {text(account), text(opened->owner.text()), integer(opened->overdraft_limit.minor()),
          integer(event.stream_version), integer(at)});
     return;
   }
@@ -126,6 +128,13 @@ void BalancesProjection::apply(const factum::RecordedEvent& event, factum::Proje
           " status = CASE WHEN ?5 THEN 'closed' ELSE status END WHERE account = ?1",
       {text(account), integer(entry_of(decoded).amount.minor()), integer(event.stream_version),
        integer(at), integer(std::int64_t{closed ? 1 : 0})});
+}
+
+void BalancesProjection::forget(std::string_view subject, factum::ProjectionContext& ctx) {
+  if (const auto account = account_of_subject(subject)) {
+    ctx.sql().execute("UPDATE " + ctx.table("balances") + " SET owner = '' WHERE account = ?1",
+                      {text(*account)});
+  }
 }
 
 // --- statements ----------------------------------------------------------------------------
@@ -156,6 +165,14 @@ void StatementsProjection::apply(const factum::RecordedEvent& event,
                      integer(to_micros(event_time(decoded))), text(std::move(entry.kind)),
                      integer(entry.amount.minor()), integer(before + entry.amount.minor()),
                      text(std::move(entry.counterparty)), text(std::move(entry.memo))});
+}
+
+void StatementsProjection::forget(std::string_view subject, factum::ProjectionContext& ctx) {
+  if (const auto account = account_of_subject(subject)) {
+    ctx.sql().execute("UPDATE " + ctx.table("statements") +
+                          " SET memo = ?2 WHERE account = ?1 AND kind = 'opened'",
+                      {text(*account), text("owner " + std::string(kErased))});
+  }
 }
 
 // --- queries -------------------------------------------------------------------------------

@@ -5,6 +5,10 @@
 //   balances   (account, owner, balance, overdraft_limit, status, version, updated_at)
 //   statements (account, line, position, at, kind, amount, balance_after, counterparty, memo)
 //
+// Owners' names are personal data: `owner` is '' once the owner is forgotten, and the memo of
+// the "opened" line is then "owner <erased>" (the projections' forget(); a rebuild decodes the
+// name as erased and writes the same).
+//
 // Amounts are integer minor units; `line` is the event's stream version (so a statement has
 // one line per event, numbered 1, 2, ...); `position` its place in the log; `at` its business
 // time in microseconds since 1970 UTC. The tables are queried by their logical names (views on
@@ -37,10 +41,13 @@ struct Entry {
 };
 Entry entry_of(const BankEvent& event);
 
+// What an erased owner's name shows as.
+inline constexpr std::string_view kErased = "<erased>";
+
 // A row of `balances`.
 struct AccountRow {
   std::string account;
-  std::string owner;
+  std::string owner;  // "" once the owner was forgotten
   Money balance;
   Money overdraft_limit;
   std::string status;                 // "open" or "closed"
@@ -69,6 +76,8 @@ class BalancesProjection : public factum::Projection {
   std::vector<std::string> event_types() const override { return event_type_names(); }
   void reset(factum::ProjectionContext& ctx) override;
   void apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) override;
+  // An owner was forgotten: their name in the account's row becomes "" (shown as erased).
+  void forget(std::string_view subject, factum::ProjectionContext& ctx) override;
 
  private:
   const factum::EventRegistry& registry_;
@@ -83,6 +92,8 @@ class StatementsProjection : public factum::Projection {
   std::vector<std::string> event_types() const override { return event_type_names(); }
   void reset(factum::ProjectionContext& ctx) override;
   void apply(const factum::RecordedEvent& event, factum::ProjectionContext& ctx) override;
+  // An owner was forgotten: the "opened" line's memo loses their name.
+  void forget(std::string_view subject, factum::ProjectionContext& ctx) override;
 
  private:
   const factum::EventRegistry& registry_;

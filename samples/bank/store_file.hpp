@@ -9,10 +9,16 @@
 #include <factum/factum.hpp>
 
 #include <filesystem>
+#include <optional>
 
 namespace bank {
 
-// Opens the store at `db`. Unless `create`, a missing file (a schema without a store) is an
+// The --kek option of this process (key_file.hpp): the key file of the owners' names; nullopt
+// for the default, "<db>.kek". Set once, by main, before any command runs.
+void set_key_file(std::optional<std::filesystem::path> kek);
+
+// Opens the store at `db`, with the KEK of its owners' names (key_file.hpp; the file is made
+// when missing and `create`). Unless `create`, a missing file (a schema without a store) is an
 // error (std::runtime_error saying how to create one) and is not created. Throws
 // factum::StorageError for a file that is not a factum store, std::runtime_error for a store with
 // events that are not the bank's.

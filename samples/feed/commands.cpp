@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include <key_file.hpp>
 #include "metrics.hpp"
 #include "report.hpp"
 #include "rules.hpp"
@@ -17,29 +18,51 @@
 namespace feed {
 namespace {
 
+// What a feed store holds: users and posts, and the facts of forgotten users
+// (factum.SubjectForgotten in the stream factum-subjects).
+const factum::samples::StoreOwner& feed_owner() {
+  static const factum::samples::StoreOwner kFeed = [] {
+    factum::samples::StoreOwner owner{
+        "factum-feed",
+        {std::string(User::category), std::string(Post::category), "factum"},
+        factum::samples::event_types_of<FeedEvent>()};
+    owner.types.emplace_back(factum::kSubjectForgottenType);
+    return owner;
+  }();
+  return kFeed;
+}
+
 // Opens the store at `db` (creating it only with `options.create_if_missing`). Refuses a store
 // that holds anything but users and posts (another sample's, say) before anything is written
 // to it.
 factum::EventStore open_feed_store(const std::filesystem::path& db,
-                                   const factum::StoreOptions& options = {}) {
+                                   const factum::StoreOptions& options) {
   auto store = factum::EventStore::open(db, options);
-  static const factum::samples::StoreOwner kFeed{
-      "factum-feed",
-      {std::string(User::category), std::string(Post::category)},
-      factum::samples::event_types_of<FeedEvent>()};
-  factum::samples::require_own_store(store, kFeed);
+  factum::samples::require_own_store(store, feed_owner());
   return store;
 }
 
+// Opens the store of ctx.db with the KEK of ctx (made when missing and `create_kek`, for the
+// commands that write personal data).
+factum::EventStore open_feed_store(const CommandContext& ctx, factum::StoreOptions options,
+                                   bool create_kek) {
+  factum::samples::use_key_file(options, ctx.db,
+                                factum::samples::key_file_for(ctx.db, ctx.kek, "factum-feed"),
+                                create_kek, "users");
+  return open_feed_store(ctx.db, options);
+}
+
 // Opens the store of a command that needs one already (all but join and demo).
-factum::EventStore open_existing(const std::filesystem::path& db) {
-  if (!factum::samples::store_exists(db)) {
-    throw FeedError("no feed store at '" + factum::shown_location(db.string()) +
+factum::EventStore open_existing(const CommandContext& ctx, bool create_kek = false) {
+  // A PostgreSQL URI without --kek: said before connecting.
+  factum::samples::key_file_for(ctx.db, ctx.kek, "factum-feed");
+  if (!factum::samples::store_exists(ctx.db)) {
+    throw FeedError("no feed store at '" + factum::shown_location(ctx.db.string()) +
                     "' (start one with `factum-feed demo` or `factum-feed join USER`)");
   }
   factum::StoreOptions options;
   options.create_if_missing = false;
-  return open_feed_store(db, options);
+  return open_feed_store(ctx, options, create_kek);
 }
 
 factum::Timestamp event_time(const CommandContext& ctx) { return ctx.at.value_or(now()); }
@@ -58,7 +81,7 @@ void prepare_demo_file(const std::filesystem::path& db, bool fresh) {
   if (!factum::samples::store_exists(db)) return;
   std::uint64_t events = 0;
   {
-    const auto store = open_feed_store(db);  // throws when it is not a feed store
+    const auto store = open_feed_store(db, {});  // throws when it is not a feed store
     events = store.head_position();
   }
   if (events == 0) return;
@@ -83,18 +106,38 @@ void print_demo_summary(std::ostream& out, const DemoSummary& s, const DemoOptio
       << factum::shown_location(store.path().string()) << ", in " << elapsed << " s.\n\n";
 }
 
+// The demo's last part: `user` (the author of the newest post in alice's feed) asks to be
+// forgotten; alice's feed before and after, and the hash chain still intact.
+void show_forget(const CommandContext& ctx, FeedService& feed, const std::string& user) {
+  const Forgotten f = feed.forget(user);
+  const FeedPage after = feed.feed_page("alice", 8);
+  const factum::VerifyResult verified = feed.store().verify();
+  *ctx.out << "Right to be forgotten: factum-feed forget " << user << "\n"
+           << "  deleted the key of subject " << f.subject << " (fact at position " << f.position
+           << "): " << (f.had_name ? "the display name and " : "") << "the texts of " << f.posts
+           << (f.posts == 1 ? " post" : " posts")
+           << " are erased from the log and the read models; likes and follows remain.\n\n"
+           << render_feed("alice", after.items, after.total) << "\n"
+           << "Hash chain after the forget: "
+           << (verified.ok() ? "intact, " + std::to_string(verified.events_checked) + " events"
+                             : "BROKEN at position " + std::to_string(verified.position))
+           << " (the log holds only ciphertext of what was forgotten, never changed)\n\n";
+}
+
 }  // namespace
 
-void run_join(const CommandContext& ctx, const std::string& user) {
+void run_join(const CommandContext& ctx, const std::string& user,
+              const std::optional<std::string>& display_name) {
   check_user_name(user);  // before the file is created
-  auto store = open_feed_store(ctx.db);
+  if (display_name) check_display_name(*display_name);
+  auto store = open_feed_store(ctx, {}, display_name.has_value());
   FeedService feed(store);
-  feed.join(user, event_time(ctx));
-  *ctx.out << user << " joined\n";
+  feed.join(user, event_time(ctx), display_name);
+  *ctx.out << user_label(user, display_name.value_or("")) << " joined\n";
 }
 
 void run_post(const CommandContext& ctx, const std::string& user, const std::string& text) {
-  auto store = open_existing(ctx.db);
+  auto store = open_existing(ctx, true);
   FeedService feed(store);
   const PostId id = feed.post(user, text, event_time(ctx));
   const std::int64_t followers = feed.delivered(id);
@@ -104,7 +147,7 @@ void run_post(const CommandContext& ctx, const std::string& user, const std::str
 
 void run_like(const CommandContext& ctx, const std::string& user, const std::string& post) {
   const PostId id = parse_post_id(post);
-  auto store = open_existing(ctx.db);
+  auto store = open_existing(ctx);
   FeedService feed(store);
   const std::size_t likes = feed.like(user, id, event_time(ctx));
   *ctx.out << user << " likes #" << id << " (" << likes << (likes == 1 ? " like" : " likes")
@@ -112,7 +155,7 @@ void run_like(const CommandContext& ctx, const std::string& user, const std::str
 }
 
 void run_follow(const CommandContext& ctx, const std::string& user, const std::string& other) {
-  auto store = open_existing(ctx.db);
+  auto store = open_existing(ctx);
   FeedService feed(store);
   feed.follow(user, other, event_time(ctx));
   *ctx.out << user << " now follows " << other << " (their new posts will reach " << user
@@ -120,24 +163,34 @@ void run_follow(const CommandContext& ctx, const std::string& user, const std::s
 }
 
 void run_unfollow(const CommandContext& ctx, const std::string& user, const std::string& other) {
-  auto store = open_existing(ctx.db);
+  auto store = open_existing(ctx);
   FeedService feed(store);
   feed.unfollow(user, other, event_time(ctx));
   *ctx.out << user << " no longer follows " << other << "\n";
 }
 
 void run_feed(const CommandContext& ctx, const std::string& user, std::size_t limit) {
-  auto store = open_existing(ctx.db);
+  auto store = open_existing(ctx);
   FeedService feed(store);
   const FeedPage page = feed.feed_page(user, limit);  // the posts and their count agree
   *ctx.out << render_feed(user, page.items, page.total);
 }
 
 void run_stats(const CommandContext& ctx) {
-  const auto store = open_existing(ctx.db);
-  factum::EventRegistry registry;
-  register_events(registry);
-  *ctx.out << render_stats(compute_stats(store, registry));
+  auto store = open_existing(ctx);
+  const FeedService feed(store);  // its registry decodes with the store's keyring
+  *ctx.out << render_stats(compute_stats(store, feed.registry()));
+}
+
+void run_forget(const CommandContext& ctx, const std::string& user) {
+  check_user_name(user);
+  auto store = open_existing(ctx);
+  FeedService feed(store);
+  const Forgotten f = feed.forget(user);
+  *ctx.out << "forgot " << user << " (subject " << f.subject << ", fact at position " << f.position
+           << "): " << (f.had_name ? "their display name and " : "") << "the texts of their "
+           << f.posts << (f.posts == 1 ? " post" : " posts")
+           << " are erased; likes and follows remain, and the log still verifies\n";
 }
 
 void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
@@ -147,7 +200,7 @@ void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
   const auto started = std::chrono::steady_clock::now();
   factum::StoreOptions store_options;
   store_options.durability = factum::Durability::normal;  // a demo: speed over power cuts
-  auto store = open_feed_store(ctx.db, store_options);
+  auto store = open_feed_store(ctx, store_options, true);
   FeedService feed(store);
   DemoRunner runner(feed);
   factum::samples::Progress progress("creating history", plan.size());
@@ -160,9 +213,10 @@ void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
   print_demo_summary(*ctx.out, runner.summary(), options, store, took.count());
   const FeedPage alice = feed.feed_page("alice", 8);
   *ctx.out << render_feed("alice", alice.items, alice.total) << "\n"
-           << render_stats(compute_stats(store, feed.registry())) << "\n"
-           << "Try: factum-feed feed alice · factum-feed post alice \"hello\" · "
-              "factum-feed like bob 1 · factum-feed stats\n";
+           << render_stats(compute_stats(store, feed.registry())) << "\n";
+  if (!alice.items.empty()) show_forget(ctx, feed, alice.items.front().author);
+  *ctx.out << "Try: factum-feed feed alice · factum-feed post alice \"hello\" · "
+              "factum-feed like bob 1 · factum-feed stats · factum-feed forget USER\n";
 }
 
 }  // namespace feed

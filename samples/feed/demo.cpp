@@ -29,6 +29,19 @@ constexpr std::array<const char*, 100> kNames = {
     "farah", "gianni", "hiro",    "ilse",   "jade",  "kofi",   "lotte", "mateo",  "nadia", "otto",
     "paula", "radu",   "saskia",  "tariq",  "ulla",  "vasco",  "wanda", "ximena", "yuki",  "zeno"};
 
+// Surnames of the users' display names (personal data: erased by `forget`), by place in kNames.
+constexpr std::array<const char*, 16> kSurnames = {
+    "Liddell", "Brown",    "Okafor", "Novak", "Lindqvist", "Moreau",  "Tanaka", "Costa",
+    "Haddad",  "Kowalski", "Reyes",  "Singh", "Andersen",  "Fischer", "Mensah", "Rossi"};
+
+// "Alice Liddell": the display name of the i-th user named `name`.
+std::string display_name(const std::string& name, std::size_t i) {
+  std::string first = name;
+  while (!first.empty() && first.back() >= '0' && first.back() <= '9') first.pop_back();
+  if (!first.empty()) first[0] = static_cast<char>(first[0] - 'a' + 'A');
+  return first + " " + kSurnames[(i * 7 + i / kNames.size()) % kSurnames.size()];
+}
+
 // Activity by hour of day (UTC): quiet at night, busy at lunch and in the evening.
 constexpr std::array<double, 24> kActivity = {0.3, 0.2, 0.1, 0.1, 0.1, 0.2, 0.4, 0.8,
                                               1.0, 1.0, 0.9, 1.0, 1.3, 1.2, 1.0, 1.0,
@@ -166,6 +179,7 @@ class Planner {
       m.popularity = 1.0 / std::pow(static_cast<double>(rank[i] + 1), 0.9);
       members_.push_back(m);
       add(Action::Kind::join, m.joined, m.name);
+      actions_.back().text = display_name(m.name, i);
     }
   }
 
@@ -320,7 +334,7 @@ std::vector<Action> plan_demo(const DemoOptions& options) {
 void DemoRunner::run(const Action& a) {
   switch (a.kind) {
     case Action::Kind::join:
-      feed_.join(a.user, a.at);
+      feed_.join(a.user, a.at, a.text);
       ++summary_.users;
       break;
     case Action::Kind::follow:

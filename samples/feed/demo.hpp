@@ -34,7 +34,7 @@ struct Action {
   factum::Timestamp arrival{};  // when it reaches the log (after `at` for late likes)
   std::string user;
   std::string other;     // follow, unfollow: whom
-  std::string text;      // post
+  std::string text;      // post: the text; join: the display name
   std::size_t post = 0;  // like: the liked post, as an index into the plan's posts
 };
 

@@ -5,6 +5,12 @@ namespace feed {
 
 void register_events(factum::EventRegistry& registry) {
   registry.add<UserJoined>().add<Posted>().add<Liked>().add<Followed>().add<Unfollowed>();
+  registry.upcast<UserJoinedV1, UserJoined>([](const UserJoinedV1& old) {
+    return UserJoined{old.user, UserText{}, old.at};
+  });
+  registry.upcast<PostedV1, Posted>([](const PostedV1& old) {
+    return Posted{old.post, old.author, UserText::legacy(old.text), old.at};
+  });
   registry.validate();
 }
 
@@ -21,6 +27,14 @@ const std::string& actor_of(const FeedEvent& event) {
                         [](const Unfollowed& e) -> const std::string& { return e.follower; },
                     },
                     event);
+}
+
+std::string subject_of(std::string_view user) { return "user:" + std::string(user); }
+
+std::optional<std::string> user_of_subject(std::string_view subject) {
+  constexpr std::string_view kPrefix = "user:";
+  if (!subject.starts_with(kPrefix) || subject.size() == kPrefix.size()) return std::nullopt;
+  return std::string(subject.substr(kPrefix.size()));
 }
 
 std::string user_stream(std::string_view user) { return "user-" + std::string(user); }

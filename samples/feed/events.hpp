@@ -6,13 +6,23 @@
 // Streams: user-<name> holds UserJoined, Followed and Unfollowed (the follower's stream);
 // post-<id> holds Posted and Liked.
 //
+// Personal data (docs/erasure.md): a user's display name and the texts of their posts
+// are factum::Personal values of the user's subject, "user:<name>" (subject_of), encrypted
+// under that subject's key, so `factum-feed forget USER` erases them for good while the log
+// still verifies. User names (handles) are ids: they are in stream ids and metadata, which no
+// forget erases. Events written before this (schema 1: UserJoined without a display name,
+// Posted with a plain text) are read through upcasters; their texts stay plain (UserText).
+//
 // Thread-safety: plain value types; register_events once, before sharing the registry.
 #pragma once
 
 #include <factum/eventstore/event.hpp>
 #include <factum/eventstore/event_registry.hpp>
 
+#include <factum/eventstore/personal.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,8 +31,70 @@ namespace feed {
 
 using PostId = std::int64_t;
 
+// The subject of a user's personal data: "user:<name>" (a user name is a valid subject id).
+std::string subject_of(std::string_view user);
+// The user of a subject "user:<name>"; nullopt for any other subject.
+std::optional<std::string> user_of_subject(std::string_view subject);
+
+// A text a user wrote about themself or posted: personal data of the user's subject in the
+// events written now; plain text in events of schema 1 (written before the feed kept personal
+// data), which are upcast to this form and can never be erased. Empty (neither) for a user who
+// joined without a display name.
+struct UserText {
+  std::optional<factum::Personal<std::string>> personal;
+  std::string plain;  // schema 1 only
+
+  static UserText of(std::string subject, std::string text) {
+    return UserText{factum::Personal<std::string>(std::move(subject), std::move(text)), {}};
+  }
+  static UserText legacy(std::string text) { return UserText{std::nullopt, std::move(text)}; }
+
+  // Its subject was forgotten (or it was decoded without the store's keyring): the text is gone.
+  bool erased() const noexcept { return personal && !personal->has_value(); }
+  // The text; "" when there is none or it is erased.
+  std::string text() const {
+    if (!personal) return plain;
+    return personal->has_value() ? personal->value() : std::string();
+  }
+
+  template <class Archive>
+  void serialize(Archive& ar, unsigned) {
+    ar& personal& plain;
+  }
+  friend bool operator==(const UserText&, const UserText&) = default;
+};
+
+// Schema 2: the display name (optional: UserText{} when none was given).
 struct UserJoined {
   static constexpr std::string_view event_type = "feed.UserJoined";
+  static constexpr std::uint32_t schema_version = 2;
+  std::string user;
+  UserText name;
+  factum::Timestamp at{};
+  template <class Archive>
+  void serialize(Archive& ar, unsigned) {
+    ar& user& name& at;
+  }
+};
+
+// Schema 2: the text is personal data of the author.
+struct Posted {
+  static constexpr std::string_view event_type = "feed.Posted";
+  static constexpr std::uint32_t schema_version = 2;
+  PostId post = 0;
+  std::string author;
+  UserText text;
+  factum::Timestamp at{};
+  template <class Archive>
+  void serialize(Archive& ar, unsigned) {
+    ar& post& author& text& at;
+  }
+};
+
+// The layouts of schema 1, read by upcasters (register_events).
+struct UserJoinedV1 {
+  static constexpr std::string_view event_type = "feed.UserJoined";
+  static constexpr std::uint32_t schema_version = 1;
   std::string user;
   factum::Timestamp at{};
   template <class Archive>
@@ -31,8 +103,9 @@ struct UserJoined {
   }
 };
 
-struct Posted {
+struct PostedV1 {
   static constexpr std::string_view event_type = "feed.Posted";
+  static constexpr std::uint32_t schema_version = 1;
   PostId post = 0;
   std::string author;
   std::string text;
@@ -78,7 +151,7 @@ struct Unfollowed {
 
 using FeedEvent = std::variant<UserJoined, Posted, Liked, Followed, Unfollowed>;
 
-// Registers the five event types with `registry`.
+// Registers the five event types (and the upcasters from schema 1) with `registry`.
 void register_events(factum::EventRegistry& registry);
 
 // The event's time (its `at`) and the user who acted (joined, posted, liked, followed).

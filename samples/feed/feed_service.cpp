@@ -27,9 +27,10 @@ factum::Timestamp timestamp(std::int64_t micros) {
   return factum::Timestamp{std::chrono::microseconds{micros}};
 }
 
+// From the columns post, author, text, at, likes, name.
 PostView post_view(const factum::SqlRow& row) {
   return PostView{row.integer(0), row.text(1), row.text(2), timestamp(row.integer(3)),
-                  row.integer(4)};
+                  row.integer(4), row.text(5)};
 }
 
 // Throws when a projection failed.
@@ -68,19 +69,22 @@ void require_current(const factum::ProjectionEngine& engine) {
 
 FeedService::FeedService(factum::EventStore& store)
     : store_(store), users_(store, registry_), posts_(store, registry_) {
+  if (auto keyring = store.keyring()) registry_.use_keyring(std::move(keyring));
   register_events(registry_);
   projections_ = make_projections(registry_);
 }
 
 FeedService::~FeedService() = default;
 
-void FeedService::join(const std::string& user, factum::Timestamp at) {
+void FeedService::join(const std::string& user, factum::Timestamp at,
+                       const std::optional<std::string>& display_name) {
   check_user_name(user);
+  if (display_name) check_display_name(*display_name);
   users_.execute(
       user,
       [&](User& u) {
-        u.join(at);           // throws FeedError: nothing written, projections not started
-        start_projections();  // about to write: the read models must see it
+        u.join(at, display_name);  // throws FeedError: nothing written, projections not started
+        start_projections();       // about to write: the read models must see it
       },
       {}, acting(user));
 }
@@ -88,6 +92,9 @@ void FeedService::join(const std::string& user, factum::Timestamp at) {
 PostId FeedService::post(const std::string& author, const std::string& text, factum::Timestamp at) {
   require_user(author);
   check_post_text(text);
+  if (forgotten(author)) {
+    throw FeedError("'" + author + "' was forgotten: nothing personal of theirs is written again");
+  }
   start_projections();  // every check passed: the append follows
   // The next id after the newest post; another writer may take it first: then try the next.
   PostId id = next_post_id();
@@ -141,6 +148,36 @@ void FeedService::unfollow(const std::string& user, const std::string& other,
       {}, acting(user));
 }
 
+bool FeedService::forgotten(const std::string& user) const {
+  const std::string subject = subject_of(user);
+  if (const auto keyring = store_.keyring()) {
+    const auto info = keyring->subject(subject);
+    return info && info->state == factum::SubjectInfo::State::forgotten;
+  }
+  const std::vector<factum::SubjectInfo> all = factum::list_subjects(store_);  // no KEK given
+  return std::any_of(all.begin(), all.end(), [&](const factum::SubjectInfo& s) {
+    return s.subject == subject && s.state == factum::SubjectInfo::State::forgotten;
+  });
+}
+
+Forgotten FeedService::forget(const std::string& user) {
+  require_user(user);
+  if (forgotten(user)) throw FeedError("'" + user + "' was forgotten already");
+  const factum::RecordedEvent joined = *store_.read_stream(user_stream(user), 1).begin();
+  if (joined.schema_version < UserJoined::schema_version) {
+    throw FeedError("'" + user +
+                    "' joined before factum-feed kept names and posts as personal data: their "
+                    "older posts are in the log in plain text, which no forget can erase");
+  }
+  start_projections();  // the read models purge the user in the forget's transaction
+  Forgotten out;
+  out.subject = subject_of(user);
+  out.had_name = registry_.decode<UserJoined>(joined).name.personal.has_value();
+  out.posts = count("SELECT count(*) FROM posts WHERE author = ?1", {user});
+  out.position = store_.forget(out.subject).position;
+  return out;
+}
+
 bool FeedService::user_exists(std::string_view user) const {
   return store_.stream_version(user_stream(user)) > 0;  // a user stream starts with UserJoined
 }
@@ -154,8 +191,9 @@ std::vector<PostView> FeedService::feed_in(factum::Sql& sql, const std::string& 
                                            std::size_t limit) {
   std::vector<PostView> out;
   sql.query(
-      "SELECT f.post, f.author, p.text, f.at, p.likes FROM feeds f JOIN posts p"
-      " ON p.post = f.post WHERE f.\"user\" = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
+      "SELECT f.post, f.author, p.text, f.at, p.likes, coalesce(n.name, '') FROM feeds f"
+      " JOIN posts p ON p.post = f.post LEFT JOIN profiles n ON n.handle = f.author WHERE "
+      "f.\"user\" = ?1 ORDER BY f.at DESC, f.post DESC LIMIT ?2",
       {user, static_cast<std::int64_t>(limit)},
       [&](const factum::SqlRow& row) { out.push_back(post_view(row)); });
   return out;
@@ -190,8 +228,10 @@ std::optional<PostView> FeedService::find_post(PostId post) const {
   sync_read_models();
   std::optional<PostView> out;
   store_.read_sql([&](factum::Sql& sql) {
-    sql.query("SELECT post, author, text, at, likes FROM posts WHERE post = ?1", {post},
-              [&](const factum::SqlRow& row) { out = post_view(row); });
+    sql.query(
+        "SELECT p.post, p.author, p.text, p.at, p.likes, coalesce(n.name, '') FROM posts p"
+        " LEFT JOIN profiles n ON n.handle = p.author WHERE p.post = ?1",
+        {post}, [&](const factum::SqlRow& row) { out = post_view(row); });
   });
   return out;
 }

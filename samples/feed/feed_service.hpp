@@ -2,7 +2,9 @@
 // events, and queries on the read models. The command line and the demo go through it; so
 // do the tests.
 //
-//   auto store = factum::EventStore::open("feed.db");
+//   factum::StoreOptions options;                           // personal data needs a KEK
+//   options.personal_data.key_provider = std::make_shared<factum::FileKeyProvider>(kek);
+//   auto store = factum::EventStore::open("feed.db", options);
 //   feed::FeedService feed(store);
 //   feed.join("alice", now);  feed.join("bob", now);
 //   feed.follow("bob", "alice", now);
@@ -47,9 +49,19 @@ namespace feed {
 struct PostView {
   PostId post = 0;
   std::string author;
-  std::string text;
+  std::string text;  // "" once the author was forgotten (erased)
   factum::Timestamp at{};
   std::int64_t likes = 0;
+  std::string author_name;  // the author's display name; "" when none (or forgotten)
+  bool erased() const noexcept { return text.empty(); }
+};
+
+// What forgetting a user erased.
+struct Forgotten {
+  std::string subject;            // "user:<name>"
+  bool had_name = false;          // a display name was erased
+  std::int64_t posts = 0;         // the texts of this many posts were erased
+  factum::Position position = 0;  // the factum.SubjectForgotten fact
 };
 
 // A page of someone's feed and how many posts the whole feed holds, as of one moment.
@@ -69,23 +81,39 @@ struct Totals {
 
 class FeedService {
  public:
-  // Registers the events. Writes nothing: the projections start with the first command that
-  // passes its checks, or the first query whose read models are behind the log.
+  // Registers the events, with the store's keyring (display names and post texts are personal
+  // data: a store opened without a key provider can read, but a post or a display name is then
+  // refused by the library with factum::InvalidArgument). Writes nothing: the projections start
+  // with the first command that passes its checks, or the first query whose read models are behind
+  // the log.
   explicit FeedService(factum::EventStore& store);
   ~FeedService();
   FeedService(const FeedService&) = delete;
   FeedService& operator=(const FeedService&) = delete;
 
   // Commands. `at` is the event time stored in the event. All throw FeedError on refusal.
-  // A new user: the name must be well-formed and free.
-  void join(const std::string& user, factum::Timestamp at);
+  // A new user: the name must be well-formed and free; `display_name`, when given, is personal
+  // data of the user (check_display_name).
+  void join(const std::string& user, factum::Timestamp at,
+            const std::optional<std::string>& display_name = std::nullopt);
   // A new post by `author` with the next free id, fanned out to the author's followers.
+  // Refused for a forgotten author.
   PostId post(const std::string& author, const std::string& text, factum::Timestamp at);
   // `user` likes `post` (once). Returns the post's number of likes afterwards.
   std::size_t like(const std::string& user, PostId post, factum::Timestamp at);
   // `user` follows / stops following `other`.
   void follow(const std::string& user, const std::string& other, factum::Timestamp at);
   void unfollow(const std::string& user, const std::string& other, factum::Timestamp at);
+
+  // Forgets `user` (EventStore::forget of subject_of(user)): their display name and the texts
+  // of their posts are erased from the log (decoded as erased) and from the read models (in the
+  // same transaction, through Projection::forget); likes, follows and the hash chain stay.
+  // Refused (FeedError, nothing written) for an unknown user, a user forgotten already, and a
+  // user who joined before the feed kept personal data (schema 1): their older posts are in the
+  // log in plain text, which no forget can erase.
+  Forgotten forget(const std::string& user);
+  // True when `user` was forgotten.
+  bool forgotten(const std::string& user) const;
 
   // Queries (read models, brought up to the head of the log first: see sync_read_models).
   // feed(), feed_length() and followers() throw FeedError for an unknown user, before that.

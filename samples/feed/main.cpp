@@ -6,8 +6,10 @@
 // (cli_errors.hpp).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,7 +28,9 @@ constexpr const char* kDescription =
 
 struct Args {
   std::string db = "feed.db";
+  std::string kek;
   std::string at;
+  std::string name;
   std::string user, other, text, post;
   std::size_t limit = 20;
   feed::DemoOptions demo;
@@ -50,7 +54,13 @@ void add_commands(CLI::App& app, Args& a, std::function<void(const feed::Command
 
   auto* join = app.add_subcommand("join", "a new user joins");
   join->add_option("USER", a.user, "user name")->required();
-  join->callback([&] { run = [&](const auto& c) { feed::run_join(c, a.user); }; });
+  CLI::Option* name = join->add_option(
+      "--name", a.name, "display name, e.g. \"Alice Liddell\" (personal data: `forget` erases it)");
+  join->callback([&a, &run, name] {
+    const std::optional<std::string> display =
+        name->count() > 0 ? std::optional<std::string>(a.name) : std::nullopt;
+    run = [&a, display](const auto& c) { feed::run_join(c, a.user, display); };
+  });
 
   auto* post = app.add_subcommand("post", "USER posts TEXT (fanned out to their followers)");
   post->add_option("USER", a.user, "author")->required();
@@ -81,6 +91,11 @@ void add_commands(CLI::App& app, Args& a, std::function<void(const feed::Command
 
   auto* stats = app.add_subcommand("stats", "likes per 5 minutes, trending posts, sessions");
   stats->callback([&] { run = [&](const auto& c) { feed::run_stats(c); }; });
+
+  auto* forget = app.add_subcommand(
+      "forget", "forget USER: erase their display name and post texts (likes and the proof stay)");
+  forget->add_option("USER", a.user, "whom to forget")->required();
+  forget->callback([&] { run = [&](const auto& c) { feed::run_forget(c, a.user); }; });
 }
 
 // A CLI11 check of --at: a real UTC time (feed::parse_time), else a usage error.
@@ -108,6 +123,11 @@ int main(int argc, char** argv) {
                  "the store file, or a PostgreSQL URI (postgresql://...; the store lives in its "
                  "search_path's schema)")
       ->capture_default_str();
+  CLI::Option* kek =
+      app.add_option("--kek", args.kek,
+                     "the key file (32 random bytes) that wraps the keys of personal data "
+                     "(default: the store file's path + \".kek\", created when needed; a "
+                     "PostgreSQL URI needs one)");
   CLI::Option* at = app.add_option("--at", args.at,
                                    "event time of the command, UTC: YYYY-MM-DDTHH:MM[:SS]Z "
                                    "(default: now; for demo, the end of the history)")
@@ -118,6 +138,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     feed::CommandContext context{args.db, std::nullopt, &std::cout};
+    if (kek->count() > 0) context.kek = std::filesystem::path(args.kek);
     if (at->count() > 0) context.at = feed::parse_time(args.at);  // checked by utc_time()
     run(context);
   } catch (const CLI::ParseError& e) {

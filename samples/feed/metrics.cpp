@@ -39,6 +39,7 @@ class Scan {
     current_ = {envelope.position, event};
     ++stats_.activities;
     if (const auto* posted = std::get_if<Posted>(&event)) posts_[posted->post] = *posted;
+    if (const auto* joined = std::get_if<UserJoined>(&event)) names_[joined->user] = joined->name;
     if (std::holds_alternative<Liked>(event)) add_like(envelope);
     sessions_.add(envelope);
   }
@@ -91,7 +92,7 @@ class Scan {
             .fold = [](Count& n, const RecordedEvent&) { ++n; },
             .on_close =
                 [this](const factum::WindowResult<PostId, Count>& w) {
-                  hours_.push_back({w.key, {}, {}, w.start, w.end, w.value});
+                  hours_.push_back({w.key, {}, {}, w.start, w.end, w.value, {}});
                 },
             .event_time = [this](const RecordedEvent& e) { return time_of(e); },
             .allowed_lateness = options_.allowed_lateness};
@@ -112,11 +113,14 @@ class Scan {
             .allowed_lateness = options_.allowed_lateness};
   }
 
-  // Fills in a post's author and text.
+  // Fills in a post's author, their display name and the text.
   PostWindow described(PostWindow w) const {
     if (auto it = posts_.find(w.post); it != posts_.end()) {
       w.author = it->second.author;
-      w.text = it->second.text;
+      w.text = it->second.text.text();  // "" once erased
+      if (auto name = names_.find(w.author); name != names_.end()) {
+        w.author_name = name->second.text();
+      }
     }
     return w;
   }
@@ -172,7 +176,8 @@ class Scan {
   std::optional<std::pair<factum::Position, FeedEvent>> current_;
   std::optional<Timestamp> newest_like_;
   std::map<PostId, Posted> posts_;
-  std::vector<PostWindow> hours_;  // every closed hopping window, in closing order
+  std::map<std::string, UserText> names_;  // display names by user
+  std::vector<PostWindow> hours_;          // every closed hopping window, in closing order
   std::map<std::string, UserSessions> by_user_;
   factum::WindowedAggregation<int, Count> likes_;
   factum::WindowedAggregation<PostId, Count> trending_;

@@ -53,10 +53,11 @@ struct LikeWindow {
 struct PostWindow {
   PostId post = 0;
   std::string author;
-  std::string text;
+  std::string text;  // "" when erased (the author was forgotten)
   factum::Timestamp start{};
   factum::Timestamp end{};
   std::int64_t likes = 0;
+  std::string author_name;  // the author's display name: "" when none, or erased
   friend bool operator==(const PostWindow&, const PostWindow&) = default;
 };
 

@@ -26,11 +26,11 @@ class Post : public factum::Aggregate<Post, Posted, Liked> {
   std::size_t likes() const noexcept { return likers_.size(); }
   bool liked_by(const std::string& user) const { return likers_.contains(user); }
 
-  // Throws FeedError when the id is taken.
+  // Throws FeedError when the id is taken. The text is personal data of the author's subject.
   void create(PostId post, const std::string& author, const std::string& text,
               factum::Timestamp at) {
     if (exists_) throw FeedError("post #" + id() + " exists already");
-    raise(Posted{post, author, text, at});
+    raise(Posted{post, author, UserText::of(subject_of(author), text), at});
   }
 
   // Throws FeedError for an unknown post or a second like by the same user.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "events.hpp"
 
@@ -92,7 +93,14 @@ class Posts : public FeedProjection {
   void on_posted(const Posted& e, factum::ProjectionContext& ctx) override {
     ctx.sql().execute("INSERT INTO " + ctx.table("posts") +
                           " (post, author, text, at, likes) VALUES (?1, ?2, ?3, ?4, 0)",
-                      {e.post, e.author, e.text, micros(e.at)});
+                      {e.post, e.author, e.text.text(), micros(e.at)});  // "": erased
+  }
+  // The author was forgotten: their texts go ("" shows as erased); the likes stay.
+  void forget(std::string_view subject, factum::ProjectionContext& ctx) override {
+    if (const auto user = user_of_subject(subject)) {
+      ctx.sql().execute("UPDATE " + ctx.table("posts") + " SET text = '' WHERE author = ?1",
+                        {*user});
+    }
   }
   void on_liked(const Liked& e, factum::ProjectionContext& ctx) override {
     ctx.sql().execute("UPDATE " + ctx.table("posts") + " SET likes = likes + 1 WHERE post = ?1",
@@ -134,12 +142,38 @@ class Follows : public FeedProjection {
   }
 };
 
+class Profiles : public FeedProjection {
+ public:
+  using FeedProjection::FeedProjection;
+  std::string name() const override { return "profiles"; }
+  std::vector<std::string> event_types() const override { return {"feed.UserJoined"}; }
+  void reset(factum::ProjectionContext& ctx) override {
+    ctx.sql().execute(factum::table_ddl(ctx.sql(), "CREATE TABLE " + ctx.table("profiles") +
+                                                       " (handle TEXT PRIMARY KEY, name TEXT "
+                                                       "NOT NULL)"));
+  }
+  // The user was forgotten: their display name goes.
+  void forget(std::string_view subject, factum::ProjectionContext& ctx) override {
+    if (const auto user = user_of_subject(subject)) {
+      ctx.sql().execute("DELETE FROM " + ctx.table("profiles") + " WHERE handle = ?1", {*user});
+    }
+  }
+
+ private:
+  void on_joined(const UserJoined& e, factum::ProjectionContext& ctx) override {
+    const std::string name = e.name.text();  // "" when none was given, or it is erased
+    if (name.empty()) return;
+    ctx.sql().execute("INSERT INTO " + ctx.table("profiles") + " (handle, name) VALUES (?1, ?2)",
+                      {e.user, name});
+  }
+};
+
 }  // namespace
 
 std::vector<std::shared_ptr<factum::Projection>> make_projections(
     const factum::EventRegistry& registry) {
   return {std::make_shared<Feeds>(registry), std::make_shared<Posts>(registry),
-          std::make_shared<Follows>(registry)};
+          std::make_shared<Follows>(registry), std::make_shared<Profiles>(registry)};
 }
 
 }  // namespace feed

@@ -7,8 +7,13 @@
 //            the same rows. Following someone later does not backfill their older posts, and
 //            unfollowing does not remove posts already delivered (fan-out on write: a feed
 //            is a mailbox, as in most social networks' home timelines).
-//   posts    posts(post, author, text, at, likes)
+//   posts    posts(post, author, text, at, likes); text is '' once the author is forgotten
+//            (Projection::forget; a rebuild decodes it as erased and writes '' again)
 //   follows  users(user, joined) and follows(follower, followee, since)
+//   profiles profiles(handle, name): display names; a forgotten user's row is deleted
+//
+// Only posts and profiles hold personal data (docs/erasure.md); the others hold user
+// names, which are ids.
 //
 // Times are stored as integer microseconds since the Unix epoch (UTC): the events' `at`.
 // Queries read the logical names (views on the serving generation, projection.hpp).
@@ -25,7 +30,7 @@
 
 namespace feed {
 
-// The three projections above, decoding events through `registry` (which must outlive them).
+// The four projections above, decoding events through `registry` (which must outlive them).
 std::vector<std::shared_ptr<factum::Projection>> make_projections(
     const factum::EventRegistry& registry);
 

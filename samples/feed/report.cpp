@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <factum/eventstore/text.hpp>
+
 #include "rules.hpp"
 #include "time_text.hpp"
 
@@ -39,7 +41,9 @@ std::string decimal(double value) {
 
 std::size_t author_width(const std::vector<PostWindow>& windows) {
   std::size_t width = 6;
-  for (const PostWindow& w : windows) width = std::max(width, utf8_length(w.author));
+  for (const PostWindow& w : windows) {
+    width = std::max(width, utf8_length(user_label(w.author, w.author_name)));
+  }
   return width;
 }
 
@@ -85,10 +89,11 @@ void post_rows(std::ostream& out, const std::vector<PostWindow>& rows, bool with
   const std::size_t width = author_width(rows);
   const double max = static_cast<double>(rows.front().likes);
   for (const PostWindow& w : rows) {
-    out << "  " << pad("#" + num(w.post), 6) << pad(w.author, width) << "  ";
+    out << "  " << pad("#" + num(w.post), 6) << pad(user_label(w.author, w.author_name), width)
+        << "  ";
     if (with_hour) out << format_day_minute(w.start) << "–" << format_clock(w.end) << "  ";
     out << bar(static_cast<double>(w.likes), max, o.bar_width / 2) << " " << right(num(w.likes), 3)
-        << "  " << shorten(w.text, 44) << "\n";
+        << "  " << post_text(w.text, 44) << "\n";
   }
 }
 
@@ -127,13 +132,15 @@ void sessions_section(std::ostream& out, const Stats& s, const MetricsOptions& m
   const std::size_t shown = std::min(o.users, s.users.size());
   if (shown == 0) return;
   std::size_t width = 4;
-  for (std::size_t i = 0; i < shown; ++i) width = std::max(width, utf8_length(s.users[i].user));
+  for (std::size_t i = 0; i < shown; ++i) {
+    width = std::max(width, utf8_length(factum::printable(s.users[i].user)));
+  }
   out << "  " << pad("user", width) << "  " << pad("sessions", o.bar_width / 2 + 4) << "  "
       << right("avg length", 10) << "  " << right("activities", 10) << "\n";
   const double max = static_cast<double>(s.users.front().sessions);
   for (std::size_t i = 0; i < shown; ++i) {
     const UserSessions& u = s.users[i];
-    out << "  " << pad(u.user, width) << "  "
+    out << "  " << pad(factum::printable(u.user), width) << "  "
         << bar(static_cast<double>(u.sessions), max, o.bar_width / 2) << right(num(u.sessions), 4)
         << "  " << right(format_duration(u.length / u.sessions), 10) << "  "
         << right(num(u.events), 10) << "\n";
@@ -170,17 +177,29 @@ std::string shorten(std::string_view text, std::size_t columns) {
   return std::string(text.substr(0, at)) + "…";
 }
 
+std::string user_label(std::string_view user, std::string_view display_name) {
+  std::string label(user);
+  if (!display_name.empty()) label += " (" + shorten(display_name, 24) + ")";
+  return factum::printable(label);
+}
+
+std::string post_text(std::string_view text, std::size_t columns) {
+  return text.empty() ? std::string(kErased) : factum::printable(shorten(text, columns));
+}
+
 std::string render_feed(const std::string& user, const std::vector<PostView>& items,
                         std::int64_t total) {
   std::ostringstream out;
-  out << "Feed of " << user << ": " << items.size() << " of " << total
+  out << "Feed of " << factum::printable(user) << ": " << items.size() << " of " << total
       << (total == 1 ? " post" : " posts") << ", newest first (times UTC)\n";
   std::size_t width = 6;
-  for (const PostView& p : items) width = std::max(width, utf8_length(p.author));
+  for (const PostView& p : items) {
+    width = std::max(width, utf8_length(user_label(p.author, p.author_name)));
+  }
   for (const PostView& p : items) {
     out << "  " << pad("#" + num(p.post), 6) << format_day_minute(p.at) << "  "
-        << pad(p.author, width) << "  " << right("♥ " + num(p.likes), 5) << "  "
-        << shorten(p.text, 60) << "\n";
+        << pad(user_label(p.author, p.author_name), width) << "  " << right("♥ " + num(p.likes), 5)
+        << "  " << post_text(p.text, 60) << "\n";
   }
   if (items.empty()) out << "  (empty: follow someone, then their new posts arrive here)\n";
   return out.str();

@@ -1,5 +1,6 @@
 // samples/feed/report.hpp — the program's text output: a feed as a table, and the stats as
-// small tables with text bar charts ("12:05  ████████▍  17").
+// small tables with text bar charts ("12:05  ████████▍  17"). Everything users wrote (names,
+// texts) is printed escaped (factum::printable), and a forgotten user's texts as "<erased>".
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -27,6 +28,16 @@ std::string bar(double value, double max, std::size_t width);
 
 // `text` cut to `columns` characters (with "…" when cut).
 std::string shorten(std::string_view text, std::size_t columns);
+
+// What an erased personal value (a forgotten user's post text) shows as.
+inline constexpr std::string_view kErased = "<erased>";
+
+// How a user is shown: "alice", or "alice (Alice Liddell)" with a display name (cut to 24
+// characters), escaped (factum::printable).
+std::string user_label(std::string_view user, std::string_view display_name);
+
+// A post's text cut to `columns` characters and escaped; kErased when it is erased ("").
+std::string post_text(std::string_view text, std::size_t columns);
 
 // The feed of `user`: `items` newest first, out of `total`.
 std::string render_feed(const std::string& user, const std::vector<PostView>& items,

@@ -62,6 +62,19 @@ void check_post_text(std::string_view text) {
   }
 }
 
+void check_display_name(std::string_view name) {
+  if (!valid_utf8(name)) throw FeedError("display name is not valid UTF-8");
+  if (std::any_of(name.begin(), name.end(), is_control))
+    throw FeedError("display name must be one line without control characters");
+  if (name.find_first_not_of(' ') == std::string_view::npos)
+    throw FeedError("display name is empty");
+  const std::size_t length = utf8_length(name);
+  if (length > kMaxDisplayNameLength) {
+    throw FeedError("display name is " + std::to_string(length) + " characters; the limit is " +
+                    std::to_string(kMaxDisplayNameLength));
+  }
+}
+
 PostId parse_post_id(std::string_view text) {
   std::string_view digits = text;
   if (!digits.empty() && digits.front() == '#') digits.remove_prefix(1);

@@ -30,6 +30,13 @@ inline constexpr std::size_t kMaxNameLength = 32;
 // starting with a letter.
 void check_user_name(std::string_view name);
 
+// Longest display name, in characters.
+inline constexpr std::size_t kMaxDisplayNameLength = 64;
+
+// Throws FeedError when a display name is blank, longer than kMaxDisplayNameLength characters,
+// not valid UTF-8, or holds control characters.
+void check_display_name(std::string_view name);
+
 // Throws FeedError when `text` is blank, longer than kMaxTextLength characters, not valid
 // UTF-8, or holds control characters (a post is one line).
 void check_post_text(std::string_view text);

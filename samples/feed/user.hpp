@@ -8,6 +8,7 @@
 
 #include <factum/aggregates/aggregate.hpp>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,10 +26,12 @@ class User : public factum::Aggregate<User, UserJoined, Followed, Unfollowed> {
   bool follows(const std::string& other) const { return following_.contains(other); }
   const std::set<std::string>& following() const noexcept { return following_; }
 
-  // Throws FeedError when the name has joined already.
-  void join(factum::Timestamp at) {
+  // Throws FeedError when the name has joined already. `display_name`, when given, is personal
+  // data of the user's subject (events.hpp).
+  void join(factum::Timestamp at, const std::optional<std::string>& display_name = std::nullopt) {
     if (joined_) throw FeedError("user '" + id() + "' exists already");
-    raise(UserJoined{id(), at});
+    raise(UserJoined{
+        id(), display_name ? UserText::of(subject_of(id()), *display_name) : UserText{}, at});
   }
 
   // Throws FeedError for an unknown user, oneself, or someone followed already.

@@ -15,11 +15,13 @@
 
 #include "factum/eventstore/anchor.hpp"
 #include "support/anchor_keys.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace factum;
 using namespace std::chrono_literals;
 using factum::test::make_ed25519_keys;
+using factum::test::in_killed_child;
 using factum::test::make_events;
 using factum::test::temp_store_location;
 using factum::test::TempDir;
@@ -46,24 +48,6 @@ struct Setup {
   }
   std::vector<Anchor> anchored() const { return AnchorFile(anchors).anchors(); }
 };
-
-// Runs `body` in a forked child, which must die by SIGKILL (raise it inside the scope of what
-// must not be closed); fails the test if it did not.
-void in_killed_child(const std::function<void()>& body) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    try {
-      body();
-    } catch (...) {
-      _exit(1);
-    }
-    _exit(2);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
-}
 
 }  // namespace
 

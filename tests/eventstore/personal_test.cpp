@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -273,27 +274,172 @@ TEST_CASE("threads encrypting for one new subject at once share one key") {
   CHECK(p.store.keyring()->subjects().size() == 1);
 }
 
-TEST_CASE("rewrap moves every key to a new KEK without touching an event") {
+TEST_CASE("a wrong KEK is refused at open, and a rotation re-wraps every key without an event") {
   Personal_ p;
   p.register_user("1", "Ann");
   p.register_user("2", "Bob");
   p.store.forget("user:2");
   const Head head = p.store.head();
   const std::filesystem::path kek2 = write_kek(p.dir, "kek2.bin", 'q');
+  const std::string old_id = FileKeyProvider(p.kek).id();
+  const std::string new_id = FileKeyProvider(kek2).id();
   StoreOptions o = p.options();
   o.personal_data.key_provider = std::make_shared<FileKeyProvider>(kek2);
-  EventStore rotated = EventStore::open(p.location, o);
+  // Another KEK than the one that wraps the keys: refused at open, naming both, before any
+  // value could be read as garbage or a key made under the wrong KEK.
+  CHECK_THROWS_WITH_AS(EventStore::open(p.location, o),
+                       doctest::Contains("wraps none of the 1 data keys"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(EventStore::open(p.location, o), doctest::Contains(old_id.c_str()),
+                       InvalidArgument);
+  // The rotation: open with the old KEK as the previous one.
+  o.personal_data.previous_key_provider = std::make_shared<FileKeyProvider>(p.kek);
+  {
+    EventStore rotated = EventStore::open(p.location, o);
+    EventRegistry registry;
+    registry.add<UserRegistered>().add<MoneySent>().use_keyring(rotated.keyring());
+    CHECK(registry.decode<UserRegistered>(*rotated.read_all().begin()).name.value() == "Ann");
+    CHECK(rotated.keyring()->subject("user:1")->kek_id == new_id);
+    CHECK(rotated.keyring()->rewrap(FileKeyProvider(p.kek)) == 0);  // nothing left under it
+    CHECK(rotated.head() == head);
+    CHECK(rotated.verify().ok());
+  }
+  // Now the old KEK is the wrong one.
+  CHECK_THROWS_WITH_AS(EventStore::open(p.location, p.options()), doctest::Contains(new_id.c_str()),
+                       InvalidArgument);
+  // A provider that claims the right id but holds another key is refused too.
+  struct Impostor final : KeyProvider {
+    std::string claimed;
+    FileKeyProvider other;
+    Impostor(std::string id, const std::filesystem::path& p) : claimed(std::move(id)), other(p) {}
+    std::string id() const override { return claimed; }
+    Bytes wrap(std::span<const std::byte> k, std::string_view s) const override {
+      return other.wrap(k, s);
+    }
+    Bytes unwrap(std::span<const std::byte> w, std::string_view s) const override {
+      return other.unwrap(w, s);
+    }
+  };
+  StoreOptions impostor = p.options();
+  impostor.personal_data.key_provider = std::make_shared<Impostor>(new_id, p.kek);
+  CHECK_THROWS_WITH_AS(EventStore::open(p.location, impostor),
+                       doctest::Contains("does not unwrap"), InvalidArgument);
+}
+
+TEST_CASE("a value sealed before a forget is never stored after it, whichever store forgot") {
+  Personal_ p;
+  p.register_user("1", "Ann");
+  // Encoded while the subject's key is cached (this store keeps it for a second)...
+  const EventData early = p.registry.encode(MoneySent{{"user:1", "Ann"}, {"user:2", "Bob"}, 5});
+  CHECK(detail::subjects_of(early.metadata) == std::vector<std::string>{"user:1", "user:2"});
+  // ...forgotten through another store object (another process would do the same)...
+  EventStore other = EventStore::open(p.location, TempStore::fast_options());
+  other.forget("user:1");
+  const Position head = p.store.head_position();
+  // ...the append is refused inside its transaction, though this store's cache still has the key.
+  CHECK_THROWS_WITH_AS(p.store.append("pay-1", ExpectedVersion::any(), {&early, 1}),
+                       doctest::Contains("'user:1', which was forgotten"), InvalidArgument);
+  const EventData late = p.registry.encode(MoneySent{{"user:1", "Ann"}, {"user:2", "Bob"}, 6});
+  CHECK_THROWS_AS(p.store.append("pay-1", ExpectedVersion::any(), {&late, 1}), InvalidArgument);
+  CHECK(p.store.head_position() == head);
+  // An event whose values another store's keyring sealed has no key here: refused as well.
+  Personal_ elsewhere;
+  const EventData foreign =
+      elsewhere.registry.encode(MoneySent{{"user:7", "Cy"}, {"user:8", "Di"}, 1});
+  CHECK_THROWS_WITH_AS(p.store.append("pay-2", ExpectedVersion::any(), {&foreign, 1}),
+                       doctest::Contains("has no key in this store"), InvalidArgument);
+  CHECK(p.store.head_position() == head);
+  // A plain subject's values still go in.
+  p.store.append("pay-3", ExpectedVersion::any(), p.registry,
+                 MoneySent{{"user:2", "Bob"}, {"user:3", "Cy"}, 1});
+  CHECK(p.store.verify().ok());
+}
+
+TEST_CASE("threads appending a subject's values while it is forgotten: none lands after the fact") {
+  Personal_ p;
+  p.register_user("1", "Ann");
+  std::atomic<bool> stop{false};
+  std::atomic<int> refused{0};
+  std::atomic<int> stored{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !stop.load() && i < 400; ++i) {
+        try {
+          p.store.append("pay-" + std::to_string(t), ExpectedVersion::any(), p.registry,
+                         MoneySent{{"user:1", "Ann"}, {"user:2", "Bob"}, i});
+          ++stored;
+        } catch (const InvalidArgument& e) {
+          CHECK(std::string(e.what()).find("forgotten") != std::string::npos);
+          ++refused;
+        }
+      }
+    });
+  }
+  CHECK(eventually([&] { return stored.load() >= 6; }));
+  const ForgetResult f = p.store.forget("user:1");
+  CHECK(eventually([&] { return refused.load() >= 3; }));
+  stop = true;
+  for (auto& t : threads) t.join();
+  // Every stored value of user:1 was written before the forget's fact.
+  std::size_t before = 0;
+  for (const RecordedEvent& e : p.store.read_all()) {
+    const auto subjects = detail::subjects_of(e.metadata);
+    if (std::find(subjects.begin(), subjects.end(), "user:1") == subjects.end()) continue;
+    CHECK(e.position < f.position);
+    ++before;
+  }
+  CHECK(before == static_cast<std::size_t>(stored.load()) + 1);
+  CHECK(p.store.verify().ok());
+}
+
+TEST_CASE("an imported log forgets what it forgot, and keys move only when given, wrapped") {
+  Personal_ p;
+  p.register_user("1", "Ann");
+  p.register_user("2", "Bob");
+  const std::vector<WrappedKey> keys_before = wrapped_keys(p.store);  // both subjects
+  REQUIRE(keys_before.size() == 2);
+  p.store.forget("user:2");
+  const std::vector<WrappedKey> keys = wrapped_keys(p.store);
+  REQUIRE(keys.size() == 1);
+  CHECK(keys[0].subject == "user:1");
+  CHECK(keys[0].kek_id == FileKeyProvider(p.kek).id());
+  std::vector<RecordedEvent> log;
+  for (const RecordedEvent& e : p.store.read_all()) log.push_back(e);
+
+  TempDir dir;
+  StoreOptions o = p.options();
+  EventStore copy = EventStore::open(temp_store_location(dir), o);
+  copy.import_events(log);
   EventRegistry registry;
-  registry.add<UserRegistered>().add<MoneySent>().use_keyring(rotated.keyring());
-  // Before the rewrap the new KEK cannot unwrap the old keys: an error names both.
-  CHECK_THROWS_WITH_AS(registry.decode<UserRegistered>(*rotated.read_all().begin()),
-                       doctest::Contains("rewrap"), Error);
-  const FileKeyProvider old(p.kek);
-  CHECK(rotated.keyring()->rewrap(old) == 1);  // the forgotten subject has no key to rewrap
-  CHECK(registry.decode<UserRegistered>(*rotated.read_all().begin()).name.value() == "Ann");
-  CHECK(rotated.keyring()->subject("user:1")->kek_id == FileKeyProvider(kek2).id());
-  CHECK(rotated.head() == head);
-  CHECK(rotated.verify().ok());
+  registry.add<UserRegistered>().add<MoneySent>().use_keyring(copy.keyring());
+  auto names = [&] {
+    std::vector<Personal<std::string>> out;
+    for (const auto& d : registry.typed<Events>(copy.read_all(), UnknownEvents::skip)) {
+      out.push_back(std::get<UserRegistered>(d.event).name);
+    }
+    return out;
+  };
+  // Without the keys the values are erased; the forgotten subject is forgotten here too.
+  CHECK(names().at(0).is_erased());
+  CHECK(copy.keyring()->subject("user:2")->state == SubjectInfo::State::forgotten);
+  // The keys as the source held them before the forget: the forgotten one is not taken back.
+  CHECK(add_wrapped_keys(copy, keys_before) == 1);
+  CHECK(add_wrapped_keys(copy, keys_before) == 0);  // again: nothing new
+  CHECK(wrapped_keys(copy) == keys);
+  CHECK(names().at(0).value() == "Ann");
+  CHECK(names().at(1).is_erased());
+  CHECK_THROWS_AS(copy.append("user-2b", ExpectedVersion::any(), registry,
+                              UserRegistered{"2", {"user:2", "Bob"}, {"user:2", {}}}),
+                  InvalidArgument);
+  // Another key for a subject the copy holds is refused, adding none.
+  std::vector<WrappedKey> clash = keys;
+  clash[0].wrapped.push_back(std::byte{1});
+  clash.push_back({"user:9", keys[0].kek_id, keys[0].wrapped, keys[0].created_at});
+  CHECK_THROWS_WITH_AS(add_wrapped_keys(copy, clash), doctest::Contains("another key"),
+                       InvalidArgument);
+  CHECK_FALSE(copy.keyring()->subject("user:9").has_value());
+  CHECK(copy.verify().ok());
+  CHECK(copy.head() == p.store.head());
 }
 
 TEST_CASE("a key-encryption key file of the wrong size is refused by name") {

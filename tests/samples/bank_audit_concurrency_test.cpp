@@ -10,6 +10,7 @@
 
 #include "audit.hpp"
 #include "bank.hpp"
+#include "personal_store.hpp"
 #include "support/background_loop.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
@@ -26,7 +27,7 @@ std::string account(int i) { return "acc-" + std::to_string(i); }
 class Writer {
  public:
   Writer(const std::filesystem::path& db, unsigned seed)
-      : store_(factum::EventStore::open(db, factum::test::TempStore::fast_options())),
+      : store_(factum::EventStore::open(db, factum::test::personal_options())),
         bank_(store_),
         random_(seed),
         loop_([this](std::uint64_t) { step(); }) {}
@@ -53,8 +54,7 @@ class Writer {
 // A bank file with acc-1 ... acc-4 (1,000.00 each, so no transfer is ever refused) and acc-9.
 struct BankFile {
   BankFile() {
-    factum::EventStore store =
-        factum::EventStore::open(db, factum::test::TempStore::fast_options());
+    factum::EventStore store = factum::EventStore::open(db, factum::test::personal_options());
     bank::Bank bank(store);
     for (int i = 1; i <= kAccounts; ++i) {
       bank.open(account(i), "Owner " + std::to_string(i));
@@ -69,7 +69,7 @@ struct BankFile {
 // Runs kAudits audits beside two writers, each after the writers moved on; returns the
 // differences each one reported.
 std::vector<std::vector<std::string>> audits_beside_writers(const std::filesystem::path& db) {
-  factum::EventStore store = factum::EventStore::open(db, factum::test::TempStore::fast_options());
+  factum::EventStore store = factum::EventStore::open(db, factum::test::personal_options());
   bank::Bank auditor(store);
   Writer first(db, 1), second(db, 2);
   std::vector<std::vector<std::string>> out;

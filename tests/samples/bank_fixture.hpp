@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bank.hpp"
+#include "personal_store.hpp"
 #include "support/temp_dir.hpp"
 
 namespace bank::test {
@@ -17,7 +18,7 @@ inline factum::Timestamp day(int days) {
 }
 
 struct BankFixture {
-  factum::test::TempStore temp;
+  factum::test::TempStore temp{factum::test::personal_options()};
   factum::Timestamp now = day(0);
   Bank bank{temp.store, BankOptions{"test", [this] { return now; }, 50}};
 

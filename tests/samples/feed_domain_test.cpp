@@ -9,6 +9,7 @@
 #include "doctest/doctest.h"
 #include "feed_service.hpp"
 #include "metrics.hpp"
+#include "personal_store.hpp"
 #include "report.hpp"
 #include "rules.hpp"
 #include "support/temp_dir.hpp"
@@ -24,7 +25,7 @@ using feed::FeedError;
 Timestamp at(const std::string& clock) { return feed::parse_time("2024-05-01T" + clock + "Z"); }
 
 struct Fixture {
-  factum::test::TempStore temp;
+  factum::test::TempStore temp{factum::test::personal_options()};
   feed::FeedService feed{temp.store};
 
   // Users join at 09:00.
@@ -226,13 +227,13 @@ TEST_CASE("trending shows the hour up to the newest like, from 1-hour windows ho
   CHECK(s.trending_start == at("10:00"));
   CHECK(s.trending_end == at("11:00"));
   REQUIRE(s.trending.size() == 2);
-  CHECK(s.trending[0] == feed::PostWindow{2, "bob", "two", at("10:00"), at("11:00"), 3});
-  CHECK(s.trending[1] == feed::PostWindow{1, "alice", "one", at("10:00"), at("11:00"), 2});
+  CHECK(s.trending[0] == feed::PostWindow{2, "bob", "two", at("10:00"), at("11:00"), 3, ""});
+  CHECK(s.trending[1] == feed::PostWindow{1, "alice", "one", at("10:00"), at("11:00"), 2, ""});
   // Each post's best hour, the earliest among equals: post 1's two likes at 10:20 and 10:50
   // share the windows starting 09:55 to 10:20.
   REQUIRE(s.peaks.size() == 2);
-  CHECK(s.peaks[0] == feed::PostWindow{2, "bob", "two", at("10:00"), at("11:00"), 3});
-  CHECK(s.peaks[1] == feed::PostWindow{1, "alice", "one", at("09:55"), at("10:55"), 2});
+  CHECK(s.peaks[0] == feed::PostWindow{2, "bob", "two", at("10:00"), at("11:00"), 3, ""});
+  CHECK(s.peaks[1] == feed::PostWindow{1, "alice", "one", at("09:55"), at("10:55"), 2, ""});
 }
 
 TEST_CASE("a session ends after 30 minutes without activity of its user") {
@@ -265,7 +266,7 @@ TEST_CASE("a like logged over 10 minutes behind the newest activity is late and 
 }
 
 TEST_CASE("stats are identical on replay of the same log") {
-  factum::test::TempStore temp;
+  factum::test::TempStore temp{factum::test::personal_options()};
   feed::FeedService service(temp.store);
   feed::DemoRunner runner(service);
   for (const feed::Action& a :
@@ -290,7 +291,7 @@ TEST_CASE("the demo plan is the same for a seed and every action of it is accept
     CHECK(plan[i].at == again[i].at);
     CHECK(plan[i].user == again[i].user);
   }
-  factum::test::TempStore temp;
+  factum::test::TempStore temp{factum::test::personal_options()};
   feed::FeedService service(temp.store);
   feed::DemoRunner runner(service);
   for (const feed::Action& a : plan) CHECK_NOTHROW(runner.run(a));

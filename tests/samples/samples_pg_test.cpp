@@ -66,10 +66,17 @@ std::vector<std::string> on(const std::string& uri, std::vector<std::string> arg
   return args;
 }
 
+// As on(), with the key file of the personal data (factum-bank, factum-feed: a store on a
+// server needs --kek), in the program's folder: made by the first command that needs it.
+std::vector<std::string> keyed(const std::string& uri, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--db", uri, "--kek", "store.kek"});
+  return args;
+}
+
 TEST_CASE("factum-bank --db URI demo: a year of history on the server, and the audit says OK") {
   SampleFolder f("factum-bank", FACTUM_BANK_BIN);
   const std::string uri = factum::test::pg_test_uri();
-  const std::string out = f.ok(on(uri, {"demo", "--accounts", "20", "--operations", "300"}));
+  const std::string out = f.ok(keyed(uri, {"demo", "--accounts", "20", "--operations", "300"}));
   CHECK(contains(out, "20 accounts opened"));
   CHECK(contains(out, "Top balances"));
   const std::string last = last_line(out);
@@ -79,17 +86,17 @@ TEST_CASE("factum-bank --db URI demo: a year of history on the server, and the a
   CHECK(column_type(uri, "balances__g1", "updated_at") == "bigint");
   CHECK(column_type(uri, "statements__g1", "at") == "bigint");
 
-  CHECK(last_line(f.ok(on(uri, {"audit"}))).rfind("audit: OK — ", 0) == 0);
-  CHECK(contains(f.ok(on(uri, {"accounts"})), "acc-1"));
-  CHECK(contains(f.ok(on(uri, {"statement", "acc-1", "--last", "3"})), "acc-1"));
-  CHECK(contains(f.ok(on(uri, {"replay-with-new-logic", "--top", "3"})), "total"));
+  CHECK(last_line(f.ok(keyed(uri, {"audit"}))).rfind("audit: OK — ", 0) == 0);
+  CHECK(contains(f.ok(keyed(uri, {"accounts"})), "acc-1"));
+  CHECK(contains(f.ok(keyed(uri, {"statement", "acc-1", "--last", "3"})), "acc-1"));
+  CHECK(contains(f.ok(keyed(uri, {"replay-with-new-logic", "--top", "3"})), "total"));
   CHECK(column_type(uri, "fee_balances__g1", "balance") == "bigint");
 
   // Never a second history in the same schema, and never a schema emptied: --fresh is for files.
   const factum::Position head = head_of(uri);
   for (const std::vector<std::string>& again :
        {std::vector<std::string>{"demo"}, {"demo", "--fresh", "--accounts", "10"}}) {
-    const auto r = f.run(on(uri, again));
+    const auto r = f.run(keyed(uri, again));
     factum::test::check_one_line_error(r, "factum-bank", 1, "already holds");
     CHECK(contains(r.err, "never tables on a server"));
   }
@@ -100,19 +107,19 @@ TEST_CASE("factum-bank one step at a time on a URI") {
   SampleFolder f("factum-bank", FACTUM_BANK_BIN);
   const std::string uri = factum::test::pg_test_uri();
   // No store in the schema yet: a reading command says so and creates nothing.
-  factum::test::check_one_line_error(f.run(on(uri, {"balance", "acc-1"})), "factum-bank", 1,
+  factum::test::check_one_line_error(f.run(keyed(uri, {"balance", "acc-1"})), "factum-bank", 1,
                                      "no bank at '" + uri + "'");
   CHECK_FALSE(holds_store(uri));
 
-  f.ok(on(uri, {"open", "acc-1", "Ann Smith", "--limit", "50"}));
-  f.ok(on(uri, {"deposit", "acc-1", "100"}));
-  f.ok(on(uri, {"open", "acc-2", "Bob Jones"}));
-  f.ok(on(uri, {"transfer", "acc-1", "acc-2", "30"}));
-  CHECK(contains(f.ok(on(uri, {"balance", "acc-1"})), "70.00"));
-  CHECK(contains(f.ok(on(uri, {"balance", "acc-2"})), "30.00"));
-  factum::test::check_one_line_error(f.run(on(uri, {"withdraw", "acc-2", "500"})), "factum-bank", 1,
-                                     "");
-  CHECK(last_line(f.ok(on(uri, {"audit"}))).rfind("audit: OK — ", 0) == 0);
+  f.ok(keyed(uri, {"open", "acc-1", "Ann Smith", "--limit", "50"}));
+  f.ok(keyed(uri, {"deposit", "acc-1", "100"}));
+  f.ok(keyed(uri, {"open", "acc-2", "Bob Jones"}));
+  f.ok(keyed(uri, {"transfer", "acc-1", "acc-2", "30"}));
+  CHECK(contains(f.ok(keyed(uri, {"balance", "acc-1"})), "70.00"));
+  CHECK(contains(f.ok(keyed(uri, {"balance", "acc-2"})), "30.00"));
+  factum::test::check_one_line_error(f.run(keyed(uri, {"withdraw", "acc-2", "500"})), "factum-bank",
+                                     1, "");
+  CHECK(last_line(f.ok(keyed(uri, {"audit"}))).rfind("audit: OK — ", 0) == 0);
   CHECK(head_of(uri) == 5);  // two openings, a deposit, a debit and its credit
 }
 
@@ -143,18 +150,20 @@ TEST_CASE("factum-orders --db URI demo, then its read models and search on the s
 TEST_CASE("factum-feed --db URI demo, then feeds and stats on the server") {
   SampleFolder f("factum-feed", FACTUM_FEED_BIN);
   const std::string uri = factum::test::pg_test_uri();
-  const std::string out = f.ok(on(uri, {"demo", "--users", "20", "--days", "1"}));
+  const std::string out = f.ok(keyed(uri, {"demo", "--users", "20", "--days", "1"}));
   CHECK(contains(out, "events in " + uri));
   CHECK(column_type(uri, "feeds__g1", "at") == "bigint");
-  CHECK_FALSE(f.ok(on(uri, {"feed", "alice"})).empty());
-  CHECK_FALSE(f.ok(on(uri, {"stats"})).empty());
-  f.ok(on(uri, {"join", "zoe"}));
-  f.ok(on(uri, {"follow", "zoe", "alice"}));
-  CHECK(contains(f.ok(on(uri, {"post", "alice", "hello from the server"})), "posted by alice"));
-  CHECK(contains(f.ok(on(uri, {"feed", "zoe"})), "hello from the server"));
+  CHECK(contains(out, "Right to be forgotten: factum-feed forget "));
+  CHECK(contains(out, "Hash chain after the forget: intact"));
+  CHECK_FALSE(f.ok(keyed(uri, {"feed", "alice"})).empty());
+  CHECK_FALSE(f.ok(keyed(uri, {"stats"})).empty());
+  f.ok(keyed(uri, {"join", "zoe"}));
+  f.ok(keyed(uri, {"follow", "zoe", "alice"}));
+  CHECK(contains(f.ok(keyed(uri, {"post", "alice", "hello from the server"})), "posted by alice"));
+  CHECK(contains(f.ok(keyed(uri, {"feed", "zoe"})), "hello from the server"));
 
   const factum::Position head = head_of(uri);
-  const auto r = f.run(on(uri, {"demo", "--fresh"}));
+  const auto r = f.run(keyed(uri, {"demo", "--fresh"}));
   factum::test::check_one_line_error(r, "factum-feed", 1, "never tables on a server");
   CHECK(head_of(uri) == head);
 }
@@ -162,7 +171,7 @@ TEST_CASE("factum-feed --db URI demo, then feeds and stats on the server") {
 TEST_CASE("a sample given another sample's schema refuses it before writing") {
   SampleFolder bank("factum-bank", FACTUM_BANK_BIN);
   const std::string uri = factum::test::pg_test_uri();
-  bank.ok(on(uri, {"open", "acc-1", "Ann"}));
+  bank.ok(keyed(uri, {"open", "acc-1", "Ann"}));
   const factum::Position head = head_of(uri);
   const auto r = bank.run_other(FACTUM_ORDERS_BIN, on(uri, {"place", "o-1", "ann", "mug-01:1:1"}));
   factum::test::check_one_line_error(r, "factum-orders", 1,
@@ -176,11 +185,12 @@ TEST_CASE("a URI's password is masked in what the samples print") {
   const std::size_t at = uri.find('@');
   REQUIRE(at != std::string::npos);
   const std::string with_password = uri.substr(0, at) + ":sekret" + uri.substr(at);
-  const auto r = f.run(on(with_password, {"balance", "acc-1"}));
+  const auto r = f.run(keyed(with_password, {"balance", "acc-1"}));
   factum::test::check_one_line_error(r, "factum-bank", 1,
                                      "no bank at '" + uri.substr(0, at) + ":***" + uri.substr(at));
   CHECK_FALSE(contains(r.err, "sekret"));
-  const std::string out = f.ok(on(with_password, {"demo", "--accounts", "2", "--operations", "5"}));
+  const std::string out =
+      f.ok(keyed(with_password, {"demo", "--accounts", "2", "--operations", "5"}));
   CHECK_FALSE(contains(out, "sekret"));
 }
 

@@ -18,12 +18,14 @@
 // By their folder under samples/: bank and feed both have a commands.hpp.
 #include "bank/bank.hpp"
 #include "bank/commands.hpp"
+#include "bank/store_file.hpp"
 #include "feed/commands.hpp"
 #include "feed/feed_service.hpp"
 #include "feed/time_text.hpp"
 #include "orders/commands.hpp"
 #include "orders/order_service.hpp"
 #include "orders/read_models.hpp"
+#include "personal_store.hpp"
 #include "support/background_loop.hpp"
 #include "support/temp_dir.hpp"
 
@@ -35,7 +37,7 @@ constexpr int kBoards = 80;  // each brings the read models up to date: slower
 using factum::test::BackgroundLoop;
 
 factum::EventStore open_fast(const std::filesystem::path& db) {
-  return factum::EventStore::open(db, factum::test::TempStore::fast_options());
+  return factum::EventStore::open(db, factum::test::personal_options());
 }
 
 // Runs `read` `reads` times beside `writer`, and `check`s what it printed. Each read waits for
@@ -68,6 +70,7 @@ std::string bank_statement(const std::filesystem::path& db, const std::string& a
   std::ostringstream out;
   std::streambuf* const previous = std::cout.rdbuf(out.rdbuf());
   try {
+    bank::set_key_file(factum::test::samples_kek());  // the store's KEK (personal_options)
     bank::statement_command(db, account, 0);
   } catch (...) {
     std::cout.rdbuf(previous);
@@ -221,7 +224,8 @@ TEST_CASE("factum-feed feed: its posts and its count are of one moment") {
       writer,
       [&] {
         std::ostringstream out;
-        feed::run_feed(feed::CommandContext{db, std::nullopt, &out}, "bob", 1000);
+        feed::run_feed(feed::CommandContext{db, std::nullopt, &out, factum::test::samples_kek()},
+                       "bob", 1000);
         return out.str();
       },
       [](const std::string& out) {

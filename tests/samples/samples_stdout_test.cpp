@@ -90,6 +90,7 @@ TEST_CASE("factum-bank: every command, --help too, exits 1 with one line when st
              {"withdraw", "acc-1", "1"},
              {"transfer", "acc-1", "acc-2", "1"},
              {"close", "acc-3"},
+             {"forget", "acc-3"},
              {"balance", "acc-1"},
              {"statement", "acc-1"},
              {"accounts"},
@@ -127,6 +128,7 @@ TEST_CASE("factum-feed: every command, --help too, exits 1 with one line when st
                                     {"unfollow", "bob", "alice"},
                                     {"feed", "bob"},
                                     {"stats"},
+                                    {"forget", "cy"},
                                     {"--db", "demo.db", "demo", "--users", "2", "--days", "1"}});
 }
 

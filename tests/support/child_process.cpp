@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -141,6 +142,22 @@ void drain_cues(CuedChild& child) {
   }
   ::close(child.cue_fd);
   child.cue_fd = -1;
+}
+
+void in_killed_child(const std::function<void()>& body) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    try {
+      body();
+    } catch (...) {
+      _exit(1);
+    }
+    _exit(2);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
 }
 
 }  // namespace factum::test

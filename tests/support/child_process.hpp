@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ ProgramRun run_program(const std::vector<std::string>& argv, const std::filesyst
 // ProgramRun::out is then empty.
 ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                        const std::filesystem::path& out_file);
+
+// Runs `body` in a forked child, which must die by SIGKILL (raised inside the scope of what
+// must not be closed); fails the test if it did not (an exception in `body` exits 1, a return 2).
+void in_killed_child(const std::function<void()>& body);
 
 // Runs shell text `command` with /bin/sh in `cwd`, captured as run_program does.
 ProgramRun run_shell(const std::string& command, const std::filesystem::path& cwd);

@@ -143,11 +143,12 @@ class EventRegistry {
     EventData data;
     data.type = std::string(E::event_type);
     data.schema_version = schema_version_of<E>();
-    const detail::PersonalScope personal(keyring_.get(), data.id);
+    detail::PersonalScope personal(keyring_.get(), data.id);
     const std::string bytes = encode_payload(event);
     const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
     data.payload.assign(first, first + bytes.size());  // no memcpy: may be empty (null data)
     data.metadata = std::move(metadata);
+    if (!personal.sealed.empty()) detail::note_subjects(personal, data.metadata);
     return data;
   }
 

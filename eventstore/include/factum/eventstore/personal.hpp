@@ -96,8 +96,20 @@ struct PersonalScope {
   EventId event;
   std::uint32_t next_field = 0;  // the place of the next personal value in the event
   PersonalScope* outer;
+  std::vector<std::string> sealed;  // the subjects of the values sealed in it (may repeat)
 };
 PersonalScope* current_personal_scope() noexcept;
+
+// The metadata value (key kSubjectsMetadataKey) naming the subjects whose values an encoded
+// event holds: their ids, sorted, unique, separated by ','. EventRegistry::encode sets it; an
+// append of an event that carries it commits only if each subject still has a key in the store
+// (checked inside the append's transaction: no value is ever stored under a deleted key).
+inline constexpr const char* kSubjectsMetadataKey = "factum.subjects";
+// Sets `metadata`'s kSubjectsMetadataKey from `scope.sealed` (nothing when it is empty).
+void note_subjects(const PersonalScope& scope, Metadata& metadata);
+// The subject ids of `metadata`'s kSubjectsMetadataKey (none when it has no such value). Throws
+// InvalidArgument when one is not a valid subject id.
+std::vector<std::string> subjects_of(const Metadata& metadata);
 
 // The associated data of the personal value at `field` of `event`, of `subject`.
 std::string personal_aad(const EventId& event, std::uint32_t field, std::string_view subject);
@@ -163,7 +175,7 @@ class Personal {
 
  private:
   template <class Archive>
-  void save(Archive& ar, const detail::PersonalScope* scope, std::uint32_t field) const {
+  void save(Archive& ar, detail::PersonalScope* scope, std::uint32_t field) const {
     if (state_ != State::value) {  // re-encoded (an upcast): what was stored, as it was
       ar& subject_& sealed_;
       return;
@@ -183,6 +195,7 @@ class Personal {
     const std::string sealed =
         scope->codec->seal(subject_, plain, detail::personal_aad(scope->event, field, subject_));
     ar& subject_& sealed;
+    scope->sealed.push_back(subject_);
   }
 
   template <class Archive>
@@ -263,6 +276,26 @@ struct ForgetResult {
 // Every subject `store` knows (has a key for, or forgot), ordered by id; needs no key provider.
 // Throws StorageError.
 std::vector<SubjectInfo> list_subjects(const EventStore& store);
+
+// A subject's data key as a store holds it: wrapped by a KEK that is not in it. Keys move
+// between stores only this way, and only when asked (`factum export --with-keys`).
+struct WrappedKey {
+  std::string subject;
+  std::string kek_id;  // the KeyProvider::id() that wrapped it
+  Bytes wrapped;
+  Timestamp created_at{};
+  friend bool operator==(const WrappedKey&, const WrappedKey&) = default;
+};
+
+// Every subject's key that `store` holds (forgotten subjects have none), ordered by subject;
+// needs no key provider. Throws StorageError.
+std::vector<WrappedKey> wrapped_keys(const EventStore& store);
+
+// Adds `keys` to `store`, in one transaction. A subject the store forgot keeps no key (its key
+// is skipped: a forget is never undone), and one whose key the store holds already is left as
+// it is. Returns how many keys were added. Throws InvalidArgument, adding none, for an invalid
+// subject id, an empty kek_id or wrapped key, or a subject whose key in the store is another.
+std::size_t add_wrapped_keys(EventStore& store, std::span<const WrappedKey> keys);
 
 // The stream and type of the fact a forget appends (payload {"subject":"<id>"}).
 inline constexpr std::string_view kSubjectsStream = "factum-subjects";

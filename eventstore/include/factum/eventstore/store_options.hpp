@@ -52,7 +52,13 @@ struct AnchoringOptions {
 // Personal data that can be forgotten (personal.hpp): the store keeps each subject's data key
 // wrapped by the key provider's key-encryption key. Off unless `key_provider` is set.
 struct PersonalDataOptions {
-  std::shared_ptr<const KeyProvider> key_provider{};  // Default: none (no personal data)
+  // The KEK that wraps the subjects' data keys. EventStore::open refuses (InvalidArgument) a
+  // provider that unwraps none of the store's keys when it has some: the wrong KEK is named at
+  // open, never found out as garbage later. Default: none (no personal data).
+  std::shared_ptr<const KeyProvider> key_provider{};
+  // A rotation of the KEK: open re-wraps every key wrapped by this provider with key_provider,
+  // in one transaction, before the check above (Keyring::rewrap). Default: none.
+  std::shared_ptr<const KeyProvider> previous_key_provider{};
   // How long an unwrapped data key is kept in memory: a forget made through another process
   // (or another store object) is seen by this one within this time. Default: 1 second.
   std::chrono::milliseconds cache_for{1000};
