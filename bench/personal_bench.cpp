@@ -1,4 +1,4 @@
-// bench/personal_bench.cpp — what personal data costs (docs/personal-data.md, issue 31 item 8):
+// bench/personal_bench.cpp — what personal data costs (docs/erasure.md, issue 31 item 8):
 //
 //   1. sealing and opening one 100-byte personal value (Keyring::seal / open, key cached),
 //      against the raw ceiling measured in the same run: libcrypto's AES-256-GCM alone on the

@@ -1,9 +1,10 @@
-// tools/cmd_export.cpp — `factum export DB [--from P] [--to P] [--format jsonl] [-o FILE]`: the
+// tools/cmd_export.cpp — `factum export DB [--from P] [--to P] [--with-keys] [-o FILE]`: the
 // log as JSON Lines, one event per line (envelope, metadata, payload as base64, hash), in
 // position order, in constant memory, then one trailer line (event count, head position and
 // hash) written only when every event was exported: import tells a complete export from a cut
 // one by it. Each event's hash link is checked on the way, so an export is always one
-// `factum import` accepts; a damaged event stops it with exit 3, before the trailer.
+// `factum import` accepts; a damaged event stops it with exit 3, before the trailer. With
+// --with-keys the subjects' data keys follow the events, still wrapped (docs/erasure.md).
 
 #include <cerrno>
 #include <cstdio>
@@ -31,6 +32,7 @@ struct ExportOptions {
   Position to = 0;  // 0: the head
   std::string format = "jsonl";
   std::string output;  // empty or "-": stdout
+  bool with_keys = false;
   bool quiet = false;
 };
 
@@ -135,8 +137,16 @@ int run_export(const ExportOptions& o) {
                        " before position " + std::to_string(to) + " (run factum verify)",
                    kDamaged);
   }
+  // The subjects' keys, as the store wraps them (never unwrapped: the KEK is not needed and
+  // does not travel), read after the events: a key made during the export is in it.
+  std::optional<std::uint64_t> keys;
+  if (o.with_keys) {
+    const std::vector<WrappedKey> wrapped = wrapped_keys(store);
+    for (const WrappedKey& k : wrapped) out.write(key_to_json(k).dump());
+    keys = wrapped.size();
+  }
   // Only now, with every event written and checked: a cut or damaged export has no trailer.
-  const ExportTrailer trailer{count, count == 0 ? 0 : to, last};
+  const ExportTrailer trailer{count, count == 0 ? 0 : to, last, keys};
   out.write(trailer_to_json(trailer).dump());
   out.complete();
   bar.finish();
@@ -147,6 +157,7 @@ int run_export(const ExportOptions& o) {
       std::cerr << "exported " << count << " events, positions " << o.from << " to " << to
                 << "; last hash " << to_hex(last) << '\n';
     }
+    if (keys) std::cerr << "exported " << *keys << " subject keys, wrapped by their KEK\n";
   }
   return kOk;
 }
@@ -164,6 +175,9 @@ void add_export_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"jsonl"}));
   cmd->add_option("--output,-o", o->output,
                   "Write to FILE (a new file, or a pipe or device) instead of stdout");
+  cmd->add_flag("--with-keys", o->with_keys,
+                "Also write the subjects' data keys (personal data), wrapped by the KEK, which "
+                "is not exported: without them the copy's personal values read as erased");
   cmd->add_flag("--quiet,-q", o->quiet, "No summary on stderr");
   cmd->callback([&action, o] { action = [o] { return run_export(*o); }; });
 }

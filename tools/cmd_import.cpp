@@ -184,6 +184,7 @@ StoreOptions import_store_options(const ImportOptions& o) {
 struct Loaded {
   std::uint64_t events = 0;
   Head head;
+  std::vector<WrappedKey> keys;  // the subject key lines (export --with-keys)
   std::optional<ExportTrailer> trailer;
   std::uint64_t trailer_line = 0;
 };
@@ -193,6 +194,25 @@ ExportTrailer parse_trailer(const Json& j, std::uint64_t number) {
     return trailer_from_json(j);
   } catch (const CliError& e) {
     throw CliError(line_prefix(number) + e.what());
+  }
+}
+
+WrappedKey parse_key(const Json& j, std::uint64_t number) {
+  try {
+    return key_from_json(j);
+  } catch (const CliError& e) {
+    throw CliError(line_prefix(number) + e.what());
+  }
+}
+
+// The subjects' keys of the export, added to `store` once its events are in (a subject whose
+// forget the log holds gets none: add_wrapped_keys). An invalid key exits 1, adding none.
+void add_keys(EventStore& store, const Loaded& loaded) {
+  if (loaded.keys.empty()) return;
+  try {
+    add_wrapped_keys(store, loaded.keys);
+  } catch (const InvalidArgument& e) {
+    throw CliError("the export's subject keys: " + bare(e));
   }
 }
 
@@ -217,6 +237,14 @@ Loaded read_export(const ImportOptions& o, const char* label,
       loaded.trailer = parse_trailer(j, reader.number());
       loaded.trailer_line = reader.number();
       continue;
+    }
+    if (is_key_line(j)) {  // after the events: added once they are all in (add_keys)
+      loaded.keys.push_back(parse_key(j, reader.number()));
+      continue;
+    }
+    if (!loaded.keys.empty()) {
+      throw CliError(line_prefix(reader.number()) +
+                     "an event after the subject keys, which follow the last event");
     }
     RecordedEvent e = parse_event(j, reader.number());
     if (payload) {
@@ -282,6 +310,12 @@ void check_trailer(const Loaded& loaded, const ImportOptions& o) {
                    kDamaged);
   }
   const ExportTrailer& t = *loaded.trailer;
+  if (t.keys.value_or(0) != loaded.keys.size()) {
+    throw CliError("line " + std::to_string(loaded.trailer_line) + ": the trailer names " +
+                       std::to_string(t.keys.value_or(0)) + " subject keys, but the export holds " +
+                       std::to_string(loaded.keys.size()),
+                   kDamaged);
+  }
   if (t.events != loaded.events || t.head_position != loaded.head.position ||
       t.head_hash != loaded.head.hash) {
     throw CliError("line " + std::to_string(loaded.trailer_line) + ": the trailer names " +
@@ -344,7 +378,11 @@ void print_summary(const Loaded& loaded, const ImportOptions& o) {
   if (o.quiet) return;
   std::cerr << one_line("imported " + std::to_string(loaded.events) + " events into '" +
                         shown_location(o.db) + "'; head " + std::to_string(loaded.head.position) +
-                        " " + to_hex(loaded.head.hash) + "; verified" +
+                        " " + to_hex(loaded.head.hash) +
+                        (loaded.keys.empty()
+                             ? std::string()
+                             : " and " + std::to_string(loaded.keys.size()) + " subject keys") +
+                        "; verified" +
                         (loaded.trailer ? "" : " (a prefix: the export had no trailer)"))
             << '\n';
 }
@@ -441,6 +479,7 @@ int import_into_server(const ImportOptions& o) {
       loaded.head = last;
       check_export_end(loaded, o);
     });
+    add_keys(store, loaded);
     verify_imported(store, loaded);
   } catch (...) {
     report_server_failure(store, o);
@@ -470,6 +509,7 @@ int import_into_file(const ImportOptions& o) {
         o, "import", [&store](Batch& batch) { import_batch(store, batch); }, kNothingWritten);
     loaded.head = store.head();
     check_export_end(loaded, o);
+    add_keys(store, loaded);
     verify_imported(store, loaded);
   }  // closed: the WAL is checkpointed into the file
   target.move_into_place();

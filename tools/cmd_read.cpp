@@ -1,5 +1,6 @@
 // tools/cmd_read.cpp — listing the log: `factum streams DB [--category C]`, `factum read DB
-// STREAM [--from V] [--backward]` and `factum tail DB [-n N] [--follow]`. Reads page through the
+// STREAM [--from V] [--backward]` (or `read DB --query Q`: the events a query matches),
+// `factum tags DB` and `factum tail DB [-n N] [--follow]`. Reads page through the
 // log (EventRange), so any listing runs in constant memory; tail --follow follows new commits
 // of any process through a Subscription until SIGINT/SIGTERM, --limit or --timeout.
 
@@ -8,10 +9,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "cli.hpp"
 #include "event_json.hpp"
+#include "factum/eventstore/personal.hpp"
+#include "factum/eventstore/query.hpp"
 #include "factum/projections/subscription.hpp"
 #include "options.hpp"
 #include "output.hpp"
@@ -76,6 +80,47 @@ int run_streams(const StreamsOptions& o) {
   return kOk;
 }
 
+// --- tags --------------------------------------------------------------------------------------
+
+struct TagsOptions {
+  std::string db;
+  std::string prefix;
+  bool json = false;
+};
+
+// One row per tag of the index (tags.hpp): how many events carry it, the first and the last.
+int run_tags(const TagsOptions& o) {
+  const EventStore store = open_read_only(o.db);
+  std::optional<Table> table;
+  if (!o.json)
+    table.emplace(std::vector<Column>{
+        {"TAG"}, {"EVENTS", Align::right}, {"FIRST", Align::right}, {"LAST", Align::right}});
+  store.read_sql([&](Sql& sql) {
+    if (sql.object_type("factum_event_tags") != "table") return;  // never tagged
+    const bool postgres = sql.dialect() == SqlDialect::postgres;
+    // In byte order on both backends; a prefix as a range of the primary key.
+    sql.query(std::string("SELECT tag, count(*), min(position), max(position) FROM "
+                          "factum_event_tags WHERE substr(tag, 1, length(CAST(?1 AS TEXT))) = "
+                          "CAST(?1 AS TEXT) GROUP BY tag "
+                          "ORDER BY tag") +
+                  (postgres ? " COLLATE \"C\"" : ""),
+              {o.prefix}, [&](const SqlRow& r) {
+                if (table) {
+                  table->add({r.text(0), std::to_string(r.integer(1)), std::to_string(r.integer(2)),
+                              std::to_string(r.integer(3))});
+                  return;
+                }
+                print_json_line({{"tag", json_text(r.text(0))},
+                                 {"events", r.integer(1)},
+                                 {"first_position", r.integer(2)},
+                                 {"last_position", r.integer(3)}});
+              });
+  });
+  if (table) table->flush();
+  flush_output(stdout);
+  return kOk;
+}
+
 // --- read and tail -----------------------------------------------------------------------------
 
 std::vector<Column> event_columns(bool with_stream) {
@@ -89,22 +134,56 @@ std::vector<Column> event_columns(bool with_stream) {
   return c;
 }
 
-template <class Event>
-std::vector<std::string> event_cells(const Event& e, bool with_stream) {
-  std::vector<std::string> cells{std::to_string(e.position)};
-  if (with_stream) cells.push_back(printable(e.stream_id));
-  cells.push_back(std::to_string(e.stream_version));
-  cells.push_back(format_time(e.recorded_at));
-  cells.push_back(printable(e.type));
-  cells.push_back(e.id.to_string());
-  cells.push_back(printable(preview(e.payload)));
-  return cells;
+// The subject ids an event's personal values belong to (its kSubjectsMetadataKey), or none
+// (also when the value is not a list of subject ids: then the payload is shown as it is).
+std::vector<std::string> subjects_in(const Metadata& m) {
+  try {
+    return detail::subjects_of(m);
+  } catch (const InvalidArgument&) {
+    return {};
+  }
+}
+std::vector<std::string> subjects_in(const RecordedEvent& e) { return subjects_in(e.metadata); }
+std::vector<std::string> subjects_in(const EventView& e) {
+  const std::optional<std::string_view> v = e.metadata_value(detail::kSubjectsMetadataKey);
+  if (!v) return {};
+  Metadata m;
+  m.values.emplace(detail::kSubjectsMetadataKey, std::string(*v));
+  return subjects_in(m);
 }
 
-// Prints events as a table or as JSON Lines.
+// Which subjects the store forgot: read once, when the first event with personal values is
+// printed, and kept current by the factum.SubjectForgotten facts printed after (tail --follow).
+class ForgottenSubjects {
+ public:
+  explicit ForgottenSubjects(const EventStore& store) : store_(store) {}
+  bool contains(const std::string& subject) {
+    if (!loaded_) {
+      for (const SubjectInfo& s : list_subjects(store_)) {
+        if (s.state == SubjectInfo::State::forgotten) forgotten_.insert(s.subject);
+      }
+      loaded_ = true;
+    }
+    return forgotten_.count(subject) == 1;
+  }
+  void saw(const RecordedEvent& e) {
+    if (auto subject = forgotten_subject(e)) forgotten_.insert(std::move(*subject));
+  }
+  void saw(const EventView&) {}  // views are of one stream's events (read), never forgets
+
+ private:
+  const EventStore& store_;
+  bool loaded_ = false;
+  std::set<std::string> forgotten_;
+};
+
+// Prints events as a table or as JSON Lines. An event with personal values (personal.hpp) shows
+// them by subject instead of its payload's bytes (ciphertext): "user:7=<erased>" once the
+// subject was forgotten, "user:8=<encrypted>" while its key is kept; --json adds "personal".
 class EventPrinter {
  public:
-  EventPrinter(bool json, bool with_stream) : with_stream_(with_stream) {
+  EventPrinter(const EventStore& store, bool json, bool with_stream)
+      : with_stream_(with_stream), forgotten_(store) {
     if (!json) table_.emplace(event_columns(with_stream));
   }
   // Prints `e` (a RecordedEvent or an EventView), or throws CliError (exit 3) when its hash
@@ -112,10 +191,30 @@ class EventPrinter {
   template <class Event>
   void print(const Event& e) {
     require_intact(e);
+    forgotten_.saw(e);
+    const std::vector<std::string> subjects = subjects_in(e);
     if (table_) {
-      table_->add(event_cells(e, with_stream_));
+      std::vector<std::string> cells = event_cells(e);
+      if (!subjects.empty()) {
+        std::string shown;
+        for (const std::string& s : subjects) {
+          if (!shown.empty()) shown += ' ';
+          shown += s + (forgotten_.contains(s) ? "=<erased>" : "=<encrypted>");
+        }
+        cells.back() = shown;  // subject ids are plain ASCII: nothing to escape
+      }
+      table_->add(std::move(cells));
     } else {
-      print_json_line(event_to_json(e));
+      Json j = event_to_json(e);
+      if (!subjects.empty()) {
+        Json personal = Json::array();
+        for (const std::string& s : subjects) {
+          personal.push_back(
+              {{"subject", s}, {"state", forgotten_.contains(s) ? "erased" : "encrypted"}});
+        }
+        j["personal"] = std::move(personal);
+      }
+      print_json_line(j);
     }
   }
   // Throws CliError when stdout failed (a full disk).
@@ -125,26 +224,105 @@ class EventPrinter {
   }
 
  private:
+  template <class Event>
+  std::vector<std::string> event_cells(const Event& e) const {
+    std::vector<std::string> cells{std::to_string(e.position)};
+    if (with_stream_) cells.push_back(printable(e.stream_id));
+    cells.push_back(std::to_string(e.stream_version));
+    cells.push_back(format_time(e.recorded_at));
+    cells.push_back(printable(e.type));
+    cells.push_back(e.id.to_string());
+    cells.push_back(printable(preview(e.payload)));
+    return cells;
+  }
+
   bool with_stream_;
+  ForgottenSubjects forgotten_;
   std::optional<Table> table_;  // none with --json
 };
 
 struct ReadOptions {
   std::string db;
   std::string stream;
+  std::string query;  // --query: the events a query matches instead of a stream's
   StreamVersion from = 0;
   bool backward = false;
   std::uint64_t limit = 0;
   bool json = false;
 };
 
+// --query's text: items separated by '|', each of terms `type=T` (any of them) and `tag=X` (all
+// of them) separated by spaces, e.g. 'type=feed.UserJoined tag=handle:alice | tag=vip'.
+// Throws CliError (exit 2) naming what it cannot read.
+Query parse_query(const std::string& text) {
+  Query q;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t bar = text.find('|', start);
+    const std::string part = text.substr(start, bar == std::string::npos ? bar : bar - start);
+    QueryItem item;
+    std::size_t at = 0;
+    while (at < part.size()) {
+      const std::size_t begin = part.find_first_not_of(' ', at);
+      if (begin == std::string::npos) break;
+      std::size_t end = part.find(' ', begin);
+      if (end == std::string::npos) end = part.size();
+      const std::string term = part.substr(begin, end - begin);
+      if (term.rfind("type=", 0) == 0 && term.size() > 5) {
+        item.types.push_back(term.substr(5));
+      } else if (term.rfind("tag=", 0) == 0 && term.size() > 4) {
+        item.tags.push_back(term.substr(4));
+      } else {
+        throw CliError("--query: '" + printable(term) +
+                           "' is not type=TYPE or tag=TAG (items are separated by '|')",
+                       kUsage);
+      }
+      at = end;
+    }
+    if (item.types.empty() && item.tags.empty()) {
+      throw CliError("--query: an item has no type= or tag= term", kUsage);
+    }
+    q.items.push_back(std::move(item));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  try {
+    validate_query(q);
+  } catch (const InvalidArgument& e) {
+    throw CliError(std::string("--query: ") + e.what(), kUsage);
+  }
+  return q;
+}
+
+// `read DB --query Q`: the events the query matches, in log order, after --from (a position).
+int run_read_query(const ReadOptions& o) {
+  const Query query = parse_query(o.query);
+  if (o.backward) throw CliError("--backward does not go with --query", kUsage);
+  const EventStore store = open_read_only(o.db);
+  EventPrinter printer(store, o.json, true);
+  std::uint64_t printed = 0;
+  visit_query(store, query, o.from == 0 ? 0 : o.from - 1, [&](const RecordedEvent& e) {
+    if (o.limit != 0 && printed == o.limit) return false;
+    printer.print(e);
+    ++printed;
+    return true;
+  });
+  printer.flush();
+  return kOk;
+}
+
 int run_read(const ReadOptions& o) {
+  if (!o.query.empty()) {
+    if (!o.stream.empty()) throw CliError("give a STREAM or --query, not both", kUsage);
+    return run_read_query(o);
+  }
+  if (o.stream.empty()) throw CliError("read needs a STREAM (or --query)", kUsage);
   const EventStore store = open_read_only(o.db);
   if (store.stream_version(o.stream) == 0) {
     throw CliError("stream '" + printable(o.stream) + "' not found in '" + shown_location(o.db) +
                    "'");
   }
-  EventPrinter printer(o.json, false);
+  EventPrinter printer(store, o.json, false);
   std::uint64_t printed = 0;
   if (o.backward) {
     for (const RecordedEvent& e : store.read_stream_backward(o.stream, o.from)) {
@@ -213,7 +391,7 @@ int run_tail(const TailOptions& o) {
   if (o.follow) install_interrupt_handlers();
   EventStore store = open_read_only(o.db);
   const Position head = store.head_position();
-  EventPrinter printer(o.json, true);
+  EventPrinter printer(store, o.json, true);
   if (o.lines > 0 && head > 0) {
     const Position from = head > o.lines ? head - o.lines + 1 : 1;
     for (const RecordedEvent& e : store.read_all(from)) {
@@ -237,16 +415,28 @@ void add_read_commands(CLI::App& app, Action& action) {
   cmd->callback([&action, streams] { action = [streams] { return run_streams(*streams); }; });
 
   auto read = std::make_shared<ReadOptions>();
-  cmd = app.add_subcommand("read", "Print the events of one stream");
+  cmd = app.add_subcommand("read", "Print the events of one stream, or those a query matches");
   add_db_argument(*cmd, read->db);
-  cmd->add_option("STREAM", read->stream, "The stream id, e.g. account-42")->required();
+  cmd->add_option("STREAM", read->stream, "The stream id, e.g. account-42");
+  cmd->add_option("--query,-q", read->query,
+                  "Instead of a stream: the events matching 'type=T tag=X | tag=Y' (items "
+                  "separated by '|'; an item matches an event of one of its types carrying all "
+                  "its tags), in log order (docs/dcb.md)");
   cmd->add_option("--from", read->from,
-                  "Start at this stream version (default: the first; with --backward, the last)")
+                  "Start at this stream version (default: the first; with --backward, the last); "
+                  "with --query, at this position")
       ->transform(whole_number(1));
   cmd->add_flag("--backward,-b", read->backward, "Newest first");
   cmd->add_option("--limit,-n", read->limit, "Print at most N events")->transform(whole_number(1));
   add_json_flag(*cmd, read->json);
   cmd->callback([&action, read] { action = [read] { return run_read(*read); }; });
+
+  auto tags = std::make_shared<TagsOptions>();
+  cmd = app.add_subcommand("tags", "List the tags of the events (docs/dcb.md), with their counts");
+  add_db_argument(*cmd, tags->db);
+  cmd->add_option("--prefix", tags->prefix, "Only the tags that start with this text");
+  add_json_flag(*cmd, tags->json);
+  cmd->callback([&action, tags] { action = [tags] { return run_tags(*tags); }; });
 
   auto tail = std::make_shared<TailOptions>();
   cmd = app.add_subcommand("tail", "Print the newest events of the log, and follow new ones");

@@ -184,9 +184,47 @@ Json trailer_to_json(const ExportTrailer& t) {
   inner["events"] = t.events;
   inner["head_position"] = t.head_position;
   inner["head_hash"] = to_hex(t.head_hash);
+  if (t.keys) inner["keys"] = *t.keys;
   Json j = Json::object();
   j["trailer"] = std::move(inner);
   return j;
+}
+
+Json key_to_json(const WrappedKey& k) {
+  Json inner = Json::object();
+  inner["subject"] = k.subject;  // subject ids and KEK ids are ASCII
+  inner["kek"] = k.kek_id;
+  inner["wrapped"] = base64_encode(k.wrapped);
+  inner["created_at_us"] = k.created_at.time_since_epoch().count();
+  Json j = Json::object();
+  j["subject_key"] = std::move(inner);
+  return j;
+}
+
+bool is_key_line(const Json& j) { return j.is_object() && j.contains("subject_key"); }
+
+WrappedKey key_from_json(const Json& j) {
+  const Json& k = field(j, "subject_key");
+  if (!k.is_object()) bad("subject_key", "is not an object");
+  WrappedKey out;
+  const Json& subject = field(k, "subject");
+  const Json& kek = field(k, "kek");
+  const Json& wrapped = field(k, "wrapped");
+  const Json& at = field(k, "created_at_us");
+  if (!subject.is_string()) bad("subject_key.subject", "is not a string");
+  if (!kek.is_string()) bad("subject_key.kek", "is not a string");
+  std::optional<Bytes> bytes;
+  if (wrapped.is_string()) bytes = base64_decode(wrapped.get<std::string>());
+  if (!bytes) bad("subject_key.wrapped", "is not base64");
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (!at.is_number_integer() || (at.is_number_unsigned() && at.get<std::uint64_t>() > kMax)) {
+    bad("subject_key.created_at_us", "is not a 64-bit integer");
+  }
+  out.subject = subject.get<std::string>();
+  out.kek_id = kek.get<std::string>();
+  out.wrapped = std::move(*bytes);
+  out.created_at = Timestamp(std::chrono::microseconds(at.get<std::int64_t>()));
+  return out;
 }
 
 bool is_trailer(const Json& j) { return j.is_object() && j.contains("trailer"); }
@@ -198,6 +236,7 @@ ExportTrailer trailer_from_json(const Json& j) {
   ExportTrailer out;
   out.events = unsigned_field(t, "events", kMax);
   out.head_position = unsigned_field(t, "head_position", kMax);
+  if (t.contains("keys")) out.keys = unsigned_field(t, "keys", kMax);
   const Json& hash = field(t, "head_hash");
   try {
     if (!hash.is_string()) throw InvalidArgument("not a string");

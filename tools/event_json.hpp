@@ -7,6 +7,7 @@
 
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_view.hpp"
+#include "factum/eventstore/personal.hpp"
 #include "output.hpp"
 
 namespace factum::cli {
@@ -31,10 +32,12 @@ Json event_brief_json(const RecordedEvent& e);
 // Export writes it only after every event, so an export without it was cut off (or stopped at
 // a damaged event). head_position and head_hash are those of the last exported event (0 and
 // 64 zeros when there is none).
+// With `export --with-keys` it also counts the subject key lines ("keys": K).
 struct ExportTrailer {
   std::uint64_t events = 0;
   Position head_position = 0;
   Hash head_hash{};
+  std::optional<std::uint64_t> keys;  // the subject key lines before it (--with-keys)
 };
 
 Json trailer_to_json(const ExportTrailer& t);
@@ -42,6 +45,14 @@ Json trailer_to_json(const ExportTrailer& t);
 bool is_trailer(const Json& j);
 // Parses trailer_to_json's output. Throws CliError naming the field that is malformed.
 ExportTrailer trailer_from_json(const Json& j);
+
+// A subject's data key, wrapped (`export --with-keys`): {"subject_key": {"subject": S, "kek": K,
+// "wrapped": BASE64, "created_at_us": T}}, after the events and before the trailer.
+Json key_to_json(const WrappedKey& k);
+// Whether a parsed export line is a subject key line.
+bool is_key_line(const Json& j);
+// Parses key_to_json's output. Throws CliError naming the field that is malformed.
+WrappedKey key_from_json(const Json& j);
 
 // Parses event_to_json's output. previous_hash is left zero. Throws CliError naming the field
 // that is missing or malformed.

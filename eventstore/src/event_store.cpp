@@ -1,11 +1,14 @@
 #include "factum/eventstore/event_store.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "anchoring.hpp"
 #include "keyring.hpp"
 #include "postgres_target.hpp"
+#include "query_index.hpp"
 #include "storage.hpp"
+#include "tags_index.hpp"
 #include "validation.hpp"
 
 namespace factum {
@@ -30,8 +33,10 @@ class StoreImpl {
   // `hook`, when given, runs inside the append's transaction in place of the on_appending slots
   // (it runs them itself).
   std::vector<AppendResult> append(std::span<const AppendView> appends,
-                                   const AppendHook* hook_override = nullptr) {
+                                   const AppendHook* hook_override = nullptr,
+                                   const AppendCondition* condition = nullptr) {
     validate(appends);
+    if (condition != nullptr) validate_query(condition->fail_if_events_match);
     // Copies of the committed events are made only when a slot is connected. A slot connected
     // while the append is in flight (a subscription that has just read the log without its
     // events) must still be told of the commit: then the events are read back by position.
@@ -44,10 +49,24 @@ class StoreImpl {
     // Events with personal values commit only while their subjects' keys are in the store: a
     // key cached before a forget (here or in another process) never seals a value stored after
     // it (personal.hpp, kSubjectsMetadataKey).
+    // Events with tags (tags.hpp) are indexed in the same transaction.
+    // A condition (query.hpp) is checked in each hook, against the events stored before the
+    // first one this append writes. The hook runs after each stream append that writes, once
+    // per attempt of the transaction (a group commit may start one over): an attempt is known
+    // by its first events' position, which never grows from one hook to the next within it.
     AppendHook checked;
-    if (holds_personal_values(appends)) {
-      checked = [hook](AppendTransaction& tx) {
-        require_keys(tx.sql(), tx.events());
+    const bool personal = holds_personal_values(appends);
+    const bool tagged = holds_tags(appends);
+    Position first = 0;  // of the current attempt
+    if (personal || tagged || condition != nullptr) {
+      checked = [hook, personal, tagged, condition, &first](AppendTransaction& tx) {
+        if (condition != nullptr) {
+          const Position front = tx.events().front().position;
+          if (first == 0 || front <= first) first = front;  // a new attempt
+          check_condition(tx.sql(), *condition, first);
+        }
+        if (personal) require_keys(tx.sql(), tx.events());
+        if (tagged) index_tags(tx.sql(), tx.events());
         if (hook != nullptr) (*hook)(tx);
       };
       hook = &checked;
@@ -69,6 +88,13 @@ class StoreImpl {
           return true;
         }
       }
+    }
+    return false;
+  }
+
+  static bool holds_tags(std::span<const AppendView> appends) {
+    for (const AppendView& a : appends) {
+      if (std::any_of(a.events.begin(), a.events.end(), has_tags)) return true;
     }
     return false;
   }
@@ -233,12 +259,28 @@ AppendResult EventStore::append(std::string_view stream, ExpectedVersion expecte
   return append(stream, expected, std::span<const EventData>(&event, 1));
 }
 
+AppendResult EventStore::append(std::string_view stream, ExpectedVersion expected,
+                                std::span<const EventData> events,
+                                const AppendCondition& condition) {
+  const detail::AppendView view{stream, expected, events};
+  return impl_->append({&view, 1}, nullptr, &condition).front();
+}
+
 std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends) {
   if (appends.empty()) throw InvalidArgument("factum: append_multi was given no streams");
   std::vector<detail::AppendView> views;
   views.reserve(appends.size());
   for (const StreamAppend& a : appends) views.push_back({a.stream, a.expected, a.events});
   return impl_->append(views);
+}
+
+std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends,
+                                                   const AppendCondition& condition) {
+  if (appends.empty()) throw InvalidArgument("factum: append_multi was given no streams");
+  std::vector<detail::AppendView> views;
+  views.reserve(appends.size());
+  for (const StreamAppend& a : appends) views.push_back({a.stream, a.expected, a.events});
+  return impl_->append(views, nullptr, &condition);
 }
 
 EventRange EventStore::read_stream(std::string_view stream, StreamVersion from_version) const {
@@ -326,20 +368,29 @@ std::string_view problem_name(VerifyResult::Problem problem) noexcept {
       return "anchor_mismatch";
     case P::bad_anchor:
       return "bad_anchor";
+    case P::tag_index_mismatch:
+      return "tag_index_mismatch";
   }
   return "unknown";
 }
 
-VerifyResult EventStore::verify() const { return impl_->storage_->verify(VerifyOptions{}); }
+VerifyResult EventStore::verify() const { return verify(VerifyOptions{}); }
 
 VerifyResult EventStore::verify(const Hash& expected_head) const {
   VerifyOptions options;
   options.expected_head = expected_head;
-  return impl_->storage_->verify(options);
+  return verify(options);
 }
 
 VerifyResult EventStore::verify(const VerifyOptions& options) const {
-  return impl_->storage_->verify(options);
+  const Position head = head_position();  // the chain is walked at least this far
+  VerifyResult r = impl_->storage_->verify(options);
+  if (!r.ok()) return r;
+  // The chain covers the tags; the index of them (tags.hpp) is checked against it.
+  VerifyResult tags = detail::check_tag_index(*this, head);
+  if (tags.ok()) return r;
+  tags.events_checked = r.events_checked;
+  return tags;
 }
 
 void EventStore::write_sql(const std::function<void(Sql&)>& fn) { impl_->storage_->write_sql(fn); }

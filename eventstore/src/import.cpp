@@ -13,6 +13,7 @@
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
 #include "keyring.hpp"
+#include "tags_index.hpp"
 #include "validation.hpp"
 
 namespace factum {
@@ -88,6 +89,7 @@ class Importer {
                               "(the export was altered, or does not continue this log)");
     }
     insert(e, stream);
+    detail::index_tags(sql_, {&e, 1});  // a malformed tags value is refused here
     stream.version = e.stream_version;
     head_ = {e.position, e.hash};
     // A forget in the imported log forgets here too: the subject's key (imported with the
@@ -98,7 +100,6 @@ class Importer {
   }
 
   const Head& head() const noexcept { return head_; }
-
 
  private:
   struct Stream {

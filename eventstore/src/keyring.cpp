@@ -209,8 +209,10 @@ void Keyring::State::check_provider() {
   try {
     unwrap(row->subject, row->kek, *row->wrapped);
   } catch (const Error& e) {
-    throw InvalidArgument("factum: the key-encryption key " + id + " does not unwrap the data keys "
-                          "of '" + shown + "' that name it (" + e.what() + ")");
+    throw InvalidArgument("factum: the key-encryption key " + id +
+                          " does not unwrap the data keys "
+                          "of '" +
+                          shown + "' that name it (" + e.what() + ")");
   }
 }
 
@@ -332,8 +334,8 @@ std::vector<WrappedKey> wrapped_keys(const EventStore& store) {
         "WHERE wrapped IS NOT NULL ORDER BY subject",
         {}, [&](const SqlRow& r) {
           KeyRow k = row_of(r);
-          out.push_back({std::move(k.subject), std::move(k.kek), std::move(*k.wrapped),
-                         at_us(k.created_us)});
+          out.push_back(
+              {std::move(k.subject), std::move(k.kek), std::move(*k.wrapped), at_us(k.created_us)});
         });
   });
   return out;

@@ -40,7 +40,7 @@ Ctx new_ctx() {
 // unique under any key unless two threads or processes draw the same 8 bytes (2^-64 a pair).
 // The field is drawn again when the counter runs out and in a child after fork(), whose copy
 // of the thread's state would otherwise repeat the parent's nonces. A RAND_bytes call per value
-// cost 1.9 us, more than the encryption (docs/personal-data.md).
+// cost 1.9 us, more than the encryption (docs/erasure.md).
 // Counts fork()s of this process (a child's handler runs in the child), so that a thread's
 // state copied into a child is known to be stale without a getpid() system call per value.
 std::atomic<std::uint64_t> forks{1};

@@ -111,7 +111,7 @@ class Storage {
   // Makes what was deleted or overwritten unrecoverable from the store's files as far as the
   // backend can: SQLite checkpoints the WAL into the file and truncates it (false when readers
   // kept the checkpoint from finishing within busy_timeout); PostgreSQL does nothing here (dead
-  // row versions stay until VACUUM; docs/personal-data.md). Throws StorageError.
+  // row versions stay until VACUUM; docs/erasure.md). Throws StorageError.
   virtual bool purge() = 0;
 };
 

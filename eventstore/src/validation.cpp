@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "factum/eventstore/errors.hpp"
+#include "factum/eventstore/tags.hpp"
 #include "factum/eventstore/text.hpp"
 
 namespace factum::detail {
@@ -65,6 +66,13 @@ void validate_batch(std::string_view stream, std::span<const EventData> events,
     }
     if (e.metadata.compensates && *e.metadata.compensates == e.id) {
       throw InvalidArgument("factum: " + where() + " compensates itself");
+    }
+    if (!e.metadata.values.empty() && e.metadata.values.contains(kTagsMetadataKey)) {
+      try {
+        tags_of(e.metadata);
+      } catch (const InvalidArgument& error) {
+        throw InvalidArgument("factum: " + where() + " has invalid tags: " + error.what());
+      }
     }
   }
 }

@@ -20,8 +20,8 @@
 
 using namespace factum;
 using namespace std::chrono_literals;
-using factum::test::make_ed25519_keys;
 using factum::test::in_killed_child;
+using factum::test::make_ed25519_keys;
 using factum::test::make_events;
 using factum::test::temp_store_location;
 using factum::test::TempDir;

@@ -321,8 +321,8 @@ TEST_CASE("a wrong KEK is refused at open, and a rotation re-wraps every key wit
   };
   StoreOptions impostor = p.options();
   impostor.personal_data.key_provider = std::make_shared<Impostor>(new_id, p.kek);
-  CHECK_THROWS_WITH_AS(EventStore::open(p.location, impostor),
-                       doctest::Contains("does not unwrap"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(EventStore::open(p.location, impostor), doctest::Contains("does not unwrap"),
+                       InvalidArgument);
 }
 
 TEST_CASE("a value sealed before a forget is never stored after it, whichever store forgot") {
@@ -460,7 +460,7 @@ TEST_CASE("a keyring keeps at most max_cached_keys subjects' keys, however many 
   const FileKeyProvider provider(kek);
   const std::size_t subjects = 250;
   const std::vector<std::byte> key(32, std::byte{9});
-  store.write_sql([&](Sql& sql) {  // the table filled directly (docs/personal-data.md)
+  store.write_sql([&](Sql& sql) {  // the table filled directly (docs/erasure.md)
     sql.execute(table_ddl(sql,
                           "CREATE TABLE IF NOT EXISTS factum_subject_keys (subject TEXT PRIMARY "
                           "KEY, kek TEXT NOT NULL, wrapped BLOB, created_us INTEGER NOT NULL, "

@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "factum/eventstore/event_registry.hpp"
+#include "factum/eventstore/personal.hpp"
 #include "factum/kafka/headers.hpp"
 #include "factum/kafka/relay.hpp"
 #include "mock_cluster.hpp"
@@ -27,6 +30,7 @@ using factum::test::consume_all;
 using factum::test::ConsumedRecord;
 using factum::test::make_event;
 using factum::test::MockCluster;
+using factum::test::TempDir;
 using factum::test::TempStore;
 
 namespace {
@@ -133,6 +137,48 @@ TEST_CASE("a relay publishes every event of the log once, with its headers, in s
   CHECK(status.published == 31);
   CHECK(status.last_error.empty());
   CHECK(relay.publish_once() == 0);  // nothing new
+}
+
+namespace {
+
+struct Named {
+  static constexpr std::string_view event_type = "test.Named";
+  Personal<std::string> name;
+  template <class A>
+  void serialize(A& ar, unsigned) {
+    ar& name;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a relay publishes personal values as stored (ciphertext) and the forget as a fact") {
+  MockCluster cluster;
+  cluster.create_topic(kTopic, kPartitions);
+  TempDir dir;
+  const std::filesystem::path kek = dir.file("kek.bin");
+  std::ofstream(kek, std::ios::binary) << std::string(32, 'r');
+  StoreOptions options = TempStore::fast_options();
+  options.personal_data.key_provider = std::make_shared<FileKeyProvider>(kek);
+  EventStore store = EventStore::open(factum::test::temp_store_location(dir), options);
+  EventRegistry registry;
+  registry.add<Named>().use_keyring(store.keyring());
+  store.append("user-1", ExpectedVersion::any(), registry, Named{{"user:1", "Quintessa Plain"}});
+  store.forget("user:1");
+
+  Relay relay(store, relay_options(cluster));
+  CHECK(relay.publish_once() == 2);
+  const auto records = consume_all(cluster.bootstrap_servers(), kTopic, kPartitions, 2);
+  REQUIRE(records.size() == 2);
+  for (const ConsumedRecord& r : records) {
+    CHECK(r.value.find("Quintessa") == std::string::npos);
+    const auto stored = store.read_event(EventId::parse(r.headers.at(kafka::kEventIdHeader)));
+    REQUIRE(stored.has_value());
+    CHECK(r.value == to_string(stored->payload));  // the stored bytes: sealed, never decrypted
+    if (r.headers.at(kafka::kTypeHeader) == kSubjectForgottenType) {
+      CHECK(r.value == R"({"subject":"user:1"})");  // what a consumer must act on
+    }
+  }
 }
 
 namespace {

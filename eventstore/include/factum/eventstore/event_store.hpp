@@ -45,6 +45,7 @@
 #include "factum/eventstore/expected_version.hpp"
 #include "factum/eventstore/location.hpp"
 #include "factum/eventstore/postgres_options.hpp"
+#include "factum/eventstore/query.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
 
@@ -93,18 +94,20 @@ struct Head {
 // What verify() found.
 struct VerifyResult {
   enum class Problem {
-    none,             // the chain is intact
-    hash_mismatch,    // an event's hash does not match its fields and the previous hash
-    position_gap,     // positions skip: events were deleted
-    malformed_row,    // a column holds the wrong kind or size of value
-    truncated,        // the position counter is past the last event: the end was cut off
-    head_mismatch,    // the expected head hash is not in the chain: the log was cut off
-    unchained_row,    // a row the chain does not cover: an event below position 1, or a
-                      // stream without events (inserted behind the library's back)
-    behind_anchor,    // the log ends before an anchored position: a cut-off tail, a lost WAL,
-                      // an old backup put back (VerifyOptions::anchored_heads, anchor.hpp)
-    anchor_mismatch,  // the log holds another event at an anchored position: a rewrite
-    bad_anchor,       // an anchor's signature or the anchors' chain is broken (anchor.hpp)
+    none,                // the chain is intact
+    hash_mismatch,       // an event's hash does not match its fields and the previous hash
+    position_gap,        // positions skip: events were deleted
+    malformed_row,       // a column holds the wrong kind or size of value
+    truncated,           // the position counter is past the last event: the end was cut off
+    head_mismatch,       // the expected head hash is not in the chain: the log was cut off
+    unchained_row,       // a row the chain does not cover: an event below position 1, or a
+                         // stream without events (inserted behind the library's back)
+    behind_anchor,       // the log ends before an anchored position: a cut-off tail, a lost WAL,
+                         // an old backup put back (VerifyOptions::anchored_heads, anchor.hpp)
+    anchor_mismatch,     // the log holds another event at an anchored position: a rewrite
+    bad_anchor,          // an anchor's signature or the anchors' chain is broken (anchor.hpp)
+    tag_index_mismatch,  // the index of tags (tags.hpp) disagrees with the intact log: a row
+                         // changed, added or removed behind the library's back
   };
   Problem problem = Problem::none;
   Position events_checked = 0;  // how many events were walked
@@ -231,6 +234,14 @@ class EventStore {
                       std::span<const EventData> events);
   AppendResult append(std::string_view stream, ExpectedVersion expected, const EventData& event);
 
+  // A conditional append (DCB, docs/dcb.md): as append(), and only if no event matching
+  // `condition.fail_if_events_match` was appended after `condition.after`, checked inside the
+  // append's transaction, serialised with every other append (SQLite's one writer; PostgreSQL's
+  // head lock). Throws AppendConditionFailed (nothing written) when one was, and what append()
+  // throws. A retry of a conditional append that committed returns its result, unchecked.
+  AppendResult append(std::string_view stream, ExpectedVersion expected,
+                      std::span<const EventData> events, const AppendCondition& condition);
+
   // Typed append: encodes each event through `registry` (each gets a fresh id and
   // `metadata`) and appends them as one batch:
   //   store.append("account-1", ExpectedVersion::any(), registry, MoneyDeposited{...});
@@ -259,6 +270,9 @@ class EventStore {
   // Appends to several streams in one atomic commit: all land, or none (then it throws what
   // the first failing stream's append would throw). Results are in the order of `appends`.
   std::vector<AppendResult> append_multi(std::span<const StreamAppend> appends);
+  // append_multi on a condition, checked once for the whole commit (see the conditional append).
+  std::vector<AppendResult> append_multi(std::span<const StreamAppend> appends,
+                                         const AppendCondition& condition);
 
   // Events of `stream` with version >= from_version, oldest first. Empty for an unknown
   // stream. Throws InvalidArgument for an invalid stream id.
