@@ -164,8 +164,11 @@ bool matches(const Query& query, const RecordedEvent& event) {
   return false;
 }
 
-Position visit_query(const EventStore& store, const Query& query, Position after,
-                     const std::function<bool(const RecordedEvent&)>& fn) {
+namespace {
+
+// visit_query, handing each event to `fn` as a mutable reference (read_query moves it).
+template <class F>
+Position visit_events(const EventStore& store, const Query& query, Position after, F&& fn) {
   validate_query(query);
   Position cursor = after;
   for (;;) {
@@ -194,11 +197,13 @@ Position visit_query(const EventStore& store, const Query& query, Position after
         if (rows == kPage && (bound == 0 || last < bound)) bound = last;
       }
     });
-    std::sort(page.begin(), page.end(), [](const RecordedEvent& a, const RecordedEvent& b) {
-      return a.position < b.position;
-    });
+    if (query.items.size() > 1) {  // one item's page is in order already
+      std::sort(page.begin(), page.end(), [](const RecordedEvent& a, const RecordedEvent& b) {
+        return a.position < b.position;
+      });
+    }
     Position previous = 0;
-    for (const RecordedEvent& e : page) {
+    for (RecordedEvent& e : page) {
       if (bound != 0 && e.position > bound) break;
       if (e.position == previous) continue;  // matched by two items
       previous = e.position;
@@ -209,10 +214,17 @@ Position visit_query(const EventStore& store, const Query& query, Position after
   }
 }
 
+}  // namespace
+
+Position visit_query(const EventStore& store, const Query& query, Position after,
+                     const std::function<bool(const RecordedEvent&)>& fn) {
+  return visit_events(store, query, after, [&](RecordedEvent& e) { return fn(e); });
+}
+
 QueryResult read_query(const EventStore& store, const Query& query, Position after) {
   QueryResult out;
-  out.position = visit_query(store, query, after, [&](const RecordedEvent& e) {
-    out.events.push_back(e);
+  out.position = visit_events(store, query, after, [&](RecordedEvent& e) {
+    out.events.push_back(std::move(e));
     return true;
   });
   return out;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "events.hpp"
+#include "program_folder.hpp"
 #include "sample_cli.hpp"
 #include "support/child_process.hpp"
 #include "support/raw_sql.hpp"
@@ -21,34 +22,15 @@ using factum::test::contains;
 using factum::test::slurp;
 
 // A temporary folder to run factum-bank in; the store is bank.db there.
-class Folder {
+// A temporary folder to run factum-bank in (program_folder.hpp).
+class Folder : public factum::test::BankFolder {
  public:
-  std::filesystem::path db() const { return dir_.file("bank.db"); }
-
-  // Runs factum-bank with `args` in the folder, capturing stdout and stderr.
-  Run run(std::initializer_list<std::string> args) const {
-    std::vector<std::string> argv{FACTUM_BANK_BIN};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return factum::test::run_program(argv, dir_.path());
-  }
-
-  // Runs a command that must succeed.
-  std::string ok(std::initializer_list<std::string> args) const {
-    const Run r = run(args);
-    INFO(r.err);
-    CHECK(r.code == 0);
-    return r.out;
-  }
-
   // Two accounts: acc-1 (100.00, overdraft limit 50.00) and acc-2 (empty).
   void two_accounts() const {
     ok({"open", "acc-1", "Ann Smith", "--limit", "50"});
     ok({"deposit", "acc-1", "100"});
     ok({"open", "acc-2", "Bob Jones"});
   }
-
- private:
-  factum::test::TempDir dir_;
 };
 
 // One line on stderr naming the program, nothing on stdout.

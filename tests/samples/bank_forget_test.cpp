@@ -14,6 +14,7 @@
 
 #include "events.hpp"
 #include "personal_store.hpp"
+#include "program_folder.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -25,31 +26,10 @@ using factum::test::slurp;
 
 constexpr const char* kAnn = "Ann Smith";
 
-class Folder {
+class Folder : public factum::test::BankFolder {
  public:
-  std::filesystem::path db() const { return dir_.file("bank.db"); }
-  Run run(std::initializer_list<std::string> args) const {
-    std::vector<std::string> argv{FACTUM_BANK_BIN};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return factum::test::run_program(argv, dir_.path());
-  }
-  std::string ok(std::initializer_list<std::string> args) const {
-    const Run r = run(args);
-    INFO(r.err);
-    REQUIRE(r.code == 0);
-    return r.out;
-  }
-  void refused(std::initializer_list<std::string> args, const std::string& part) const {
-    const Run r = run(args);
-    CHECK(r.code == 1);
-    CHECK(r.out.empty());
-    CHECK_MESSAGE(contains(r.err, part), r.err);
-  }
   std::string stored_bytes() const { return factum::test::stored_bytes(db()); }
   std::string payloads() const { return factum::test::stored_payloads(db()); }
-
- private:
-  factum::test::TempDir dir_;
 };
 
 // acc-1 (Ann Smith) pays everything to acc-2 (Bob Jones) and is closed; acc-2 stays open.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "doctest/doctest.h"
+#include "program_folder.hpp"
 #include "report.hpp"
 #include "sample_cli.hpp"
 #include "support/child_process.hpp"
@@ -18,29 +19,11 @@ using factum::test::slurp;
 using Result = factum::test::ProgramRun;
 
 // A temporary folder to run factum-feed in; `args` is shell text (quote what needs it).
-struct Folder {
-  factum::test::TempDir dir;
-
-  Result run(const std::string& args) const {
-    return factum::test::run_shell("'" FACTUM_FEED_BIN "' " + args, dir.path());
-  }
-  // Runs `args`, which must succeed; returns what it printed.
-  std::string ok(const std::string& args) const {
-    const Result r = run(args);
-    INFO(args, "\n", r.err);
-    REQUIRE(r.code == 0);
-    CHECK(r.err.empty());
-    return r.out;
-  }
-  // Runs `args` at 2024-05-01 `clock` (UTC).
-  std::string ok_at(const std::string& clock, const std::string& args) const {
-    return ok("--at 2024-05-01T" + clock + "Z " + args);
-  }
+struct Folder : factum::test::FeedFolder {
   // Runs shell `script` in the folder with $F set to the program; returns its exit code.
   int shell(const std::string& script) const {
     return factum::test::run_shell("F='" FACTUM_FEED_BIN "' && (" + script + ")", dir.path()).code;
   }
-  std::filesystem::path db() const { return dir.file("feed.db"); }
   // The first column of the first row of `query` on the store.
   std::int64_t query(const std::string& query_text) const {
     std::int64_t out = -1;

@@ -14,6 +14,7 @@
 #include "doctest/doctest.h"
 #include "events.hpp"
 #include "personal_store.hpp"
+#include "program_folder.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -26,22 +27,7 @@ using Result = factum::test::ProgramRun;
 constexpr const char* kName = "Alice Liddell";
 constexpr const char* kText = "tea party at the rabbit hole";
 
-struct Folder {
-  factum::test::TempDir dir;
-
-  Result run(const std::string& args) const {
-    return factum::test::run_shell("'" FACTUM_FEED_BIN "' " + args, dir.path());
-  }
-  std::string ok(const std::string& args) const {
-    const Result r = run(args);
-    INFO(args, "\n", r.err);
-    REQUIRE(r.code == 0);
-    CHECK(r.err.empty());
-    return r.out;
-  }
-  std::string ok_at(const std::string& clock, const std::string& args) const {
-    return ok("--at 2024-05-01T" + clock + "Z " + args);
-  }
+struct Folder : factum::test::FeedFolder {
   // Checks a refusal: exit 1, one line on stderr holding `part`, nothing on stdout.
   void refused(const std::string& args, const std::string& part) const {
     const Result r = run(args);
@@ -50,7 +36,6 @@ struct Folder {
     CHECK(r.out.empty());
     CHECK(contains(r.err, part));
   }
-  std::filesystem::path db() const { return dir.file("feed.db"); }
   std::filesystem::path kek() const { return dir.file("feed.db.kek"); }
   std::string stored_bytes() const { return factum::test::stored_bytes(db()); }
   std::string payloads() const { return factum::test::stored_payloads(db()); }
