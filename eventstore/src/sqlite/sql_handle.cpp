@@ -194,17 +194,18 @@ std::string Sql::object_type(std::string_view name) {
     // Without ORDER BY: sorting made SQLite open and close a temporary B-tree (its own page
     // cache) on every call, which cost appends that check a table 140 us each.
     int rank = 3;  // table 0, index 1, view 2
-    query("SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE AND type IN "
-          "('table', 'index', 'view')",
-          {std::string(name)}, [&](const SqlRow& row) {
-            if (row.is_null(0)) return;
-            const std::string t = row.text(0);
-            const int r = t == "table" ? 0 : t == "index" ? 1 : 2;
-            if (r < rank) {
-              rank = r;
-              type = t;
-            }
-          });
+    query(
+        "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE AND type IN "
+        "('table', 'index', 'view')",
+        {std::string(name)}, [&](const SqlRow& row) {
+          if (row.is_null(0)) return;
+          const std::string t = row.text(0);
+          const int r = t == "table" ? 0 : t == "index" ? 1 : 2;
+          if (r < rank) {
+            rank = r;
+            type = t;
+          }
+        });
   }
   return type;
 }
