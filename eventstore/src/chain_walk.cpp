@@ -16,10 +16,11 @@ VerifyResult broken(VerifyResult r, VerifyResult::Problem problem, Position posi
 
 }  // namespace
 
-ChainWalk::ChainWalk(const VerifyOptions& options)
+ChainWalk::ChainWalk(const VerifyOptions& options, TagDigest* tags)
     : expected_(options.expected_head),
       seen_head_(!expected_ || *expected_ == Hash{}),
-      anchors_(options.anchored_heads) {
+      anchors_(options.anchored_heads),
+      tags_(tags) {
   std::stable_sort(anchors_.begin(), anchors_.end(),
                    [](const Head& a, const Head& b) { return a.position < b.position; });
   // An anchor of the empty log (position 0) holds for every log.
@@ -76,6 +77,7 @@ bool ChainWalk::check(const char* problem, const EventView& event, Position at,
   if (!anchored(event, at)) return false;
   previous_ = event.hash;
   if (expected_ && event.hash == *expected_) seen_head_ = true;
+  if (tags_ != nullptr) tags_->add(event);
   ++next_;
   ++result_.events_checked;
   return true;

@@ -10,6 +10,7 @@
 #include "factum/eventstore/event_store.hpp"
 #include "factum/eventstore/event_view.hpp"
 #include "hash_chain.hpp"
+#include "tags_index.hpp"
 
 namespace factum::detail {
 
@@ -18,7 +19,8 @@ namespace factum::detail {
 class ChainWalk {
  public:
   // For a walk that checks what `options` ask (its expected and anchored heads), from position 1.
-  explicit ChainWalk(const VerifyOptions& options);
+  // The tags of each event found intact go into `tags`, when given (tags_index.hpp).
+  explicit ChainWalk(const VerifyOptions& options, TagDigest* tags = nullptr);
 
   // Checks one row: `problem` is what decoding it found wrong (nullptr: `event` is well formed),
   // `at` its stored position, `category` its stream's recorded category. Returns false (with
@@ -46,5 +48,6 @@ class ChainWalk {
   Position next_ = 1;
   VerifyResult result_;
   ChainHasher hasher_;
+  TagDigest* tags_;
 };
 }  // namespace factum::detail

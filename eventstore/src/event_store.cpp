@@ -1,6 +1,5 @@
 #include "factum/eventstore/event_store.hpp"
 
-#include <algorithm>
 #include <limits>
 
 #include "anchoring.hpp"
@@ -55,8 +54,8 @@ class StoreImpl {
     // per attempt of the transaction (a group commit may start one over): an attempt is known
     // by its first events' position, which never grows from one hook to the next within it.
     AppendHook checked;
-    const bool personal = holds_personal_values(appends);
-    const bool tagged = holds_tags(appends);
+    const bool personal = any_event_has(appends, kSubjectsMetadataKey);
+    const bool tagged = any_event_has(appends, kTagsMetadataKey);
     Position first = 0;  // of the current attempt
     if (personal || tagged || condition != nullptr) {
       checked = [hook, personal, tagged, condition, &first](AppendTransaction& tx) {
@@ -81,20 +80,12 @@ class StoreImpl {
     return results;
   }
 
-  static bool holds_personal_values(std::span<const AppendView> appends) {
+  // Whether an event of `appends` has the metadata value `key`.
+  static bool any_event_has(std::span<const AppendView> appends, const char* key) {
     for (const AppendView& a : appends) {
       for (const EventData& e : a.events) {
-        if (!e.metadata.values.empty() && e.metadata.values.contains(kSubjectsMetadataKey)) {
-          return true;
-        }
+        if (!e.metadata.values.empty() && e.metadata.values.contains(key)) return true;
       }
-    }
-    return false;
-  }
-
-  static bool holds_tags(std::span<const AppendView> appends) {
-    for (const AppendView& a : appends) {
-      if (std::any_of(a.events.begin(), a.events.end(), has_tags)) return true;
     }
     return false;
   }
@@ -266,21 +257,26 @@ AppendResult EventStore::append(std::string_view stream, ExpectedVersion expecte
   return impl_->append({&view, 1}, nullptr, &condition).front();
 }
 
-std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends) {
+namespace {
+
+// The views of append_multi's `appends` (InvalidArgument when there are none).
+std::vector<detail::AppendView> views_of(std::span<const StreamAppend> appends) {
   if (appends.empty()) throw InvalidArgument("factum: append_multi was given no streams");
   std::vector<detail::AppendView> views;
   views.reserve(appends.size());
   for (const StreamAppend& a : appends) views.push_back({a.stream, a.expected, a.events});
-  return impl_->append(views);
+  return views;
+}
+
+}  // namespace
+
+std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends) {
+  return impl_->append(views_of(appends));
 }
 
 std::vector<AppendResult> EventStore::append_multi(std::span<const StreamAppend> appends,
                                                    const AppendCondition& condition) {
-  if (appends.empty()) throw InvalidArgument("factum: append_multi was given no streams");
-  std::vector<detail::AppendView> views;
-  views.reserve(appends.size());
-  for (const StreamAppend& a : appends) views.push_back({a.stream, a.expected, a.events});
-  return impl_->append(views, nullptr, &condition);
+  return impl_->append(views_of(appends), nullptr, &condition);
 }
 
 EventRange EventStore::read_stream(std::string_view stream, StreamVersion from_version) const {
@@ -383,11 +379,11 @@ VerifyResult EventStore::verify(const Hash& expected_head) const {
 }
 
 VerifyResult EventStore::verify(const VerifyOptions& options) const {
-  const Position head = head_position();  // the chain is walked at least this far
-  VerifyResult r = impl_->storage_->verify(options);
+  detail::TagDigest log;  // the tags of the events the walk checked
+  VerifyResult r = impl_->storage_->verify(options, log);
   if (!r.ok()) return r;
   // The chain covers the tags; the index of them (tags.hpp) is checked against it.
-  VerifyResult tags = detail::check_tag_index(*this, head);
+  VerifyResult tags = detail::check_tag_index(*this, log, r.events_checked);
   if (tags.ok()) return r;
   tags.events_checked = r.events_checked;
   return tags;

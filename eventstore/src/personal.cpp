@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "hex.hpp"
+#include "id_list.hpp"
 #include "personal_crypto.hpp"
 
 namespace factum {
@@ -54,35 +55,21 @@ std::string personal_aad(const EventId& event, std::uint32_t field, std::string_
 void note_subjects(const PersonalScope& scope, Metadata& metadata) {
   if (scope.sealed.empty()) return;
   std::vector<std::string> ids = scope.sealed;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  std::string text;
-  for (const std::string& id : ids) {
-    if (!text.empty()) text.push_back(',');
-    text += id;
-  }
-  metadata.values[kSubjectsMetadataKey] = std::move(text);
+  sort_unique(ids);
+  metadata.values[kSubjectsMetadataKey] = join_ids(ids);
 }
 
 std::vector<std::string> subjects_of(const Metadata& metadata) {
-  std::vector<std::string> out;
   const auto it = metadata.values.find(kSubjectsMetadataKey);
-  if (it == metadata.values.end()) return out;
-  std::string_view rest = it->second;
-  for (;;) {
-    const std::size_t comma = rest.find(',');
-    std::string_view id = rest.substr(0, comma);
+  if (it == metadata.values.end()) return {};
+  return split_ids(it->second, [](std::string_view id) {
     try {
       validate_subject(id);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(std::string("factum: the metadata value ") + kSubjectsMetadataKey +
                             " names an invalid subject id: " + e.what());
     }
-    out.emplace_back(id);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return out;
+  });
 }
 
 EventId snapshot_scope_id(std::string_view stream, std::uint64_t version) {

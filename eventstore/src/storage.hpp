@@ -17,7 +17,8 @@
 
 namespace factum::detail {
 
-struct PgTarget;  // postgres_target.hpp
+struct PgTarget;   // postgres_target.hpp
+struct TagDigest;  // tags_index.hpp
 
 // One stream's part of an append, by reference (the caller's events are not copied).
 struct AppendView {
@@ -101,8 +102,9 @@ class Storage {
   virtual LogEnd log_end() = 0;
   virtual std::optional<RecordedEvent> read_event(const EventId& id) = 0;
   virtual std::vector<RecordedEvent> compensations_of(const EventId& id) = 0;
-  // EventStore::verify: the whole chain in one read snapshot, as `options` say.
-  virtual VerifyResult verify(const VerifyOptions& options) = 0;
+  // EventStore::verify: the whole chain in one read snapshot, as `options` say; the tags of
+  // the events walked go into `tags` (for the check of their index, tags_index.hpp).
+  virtual VerifyResult verify(const VerifyOptions& options, TagDigest& tags) = 0;
   // One write transaction serialised with appends / one read transaction (sql.hpp).
   virtual void write_sql(const std::function<void(Sql&)>& fn) = 0;
   virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;

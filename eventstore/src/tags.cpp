@@ -1,6 +1,8 @@
 // Tags on events (tags.hpp): validation, the metadata value, the index table and its check.
 #include "tags_index.hpp"
 
+#include "id_list.hpp"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -31,8 +33,7 @@ void validate_tag(std::string_view tag) {
 
 void set_tags(Metadata& metadata, std::vector<std::string> tags) {
   for (const std::string& t : tags) validate_tag(t);
-  std::sort(tags.begin(), tags.end());
-  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  detail::sort_unique(tags);
   if (tags.size() > kMaxTagsPerEvent) {
     throw InvalidArgument("factum: an event has at most " + std::to_string(kMaxTagsPerEvent) +
                           " tags, not " + std::to_string(tags.size()));
@@ -41,30 +42,16 @@ void set_tags(Metadata& metadata, std::vector<std::string> tags) {
     metadata.values.erase(kTagsMetadataKey);
     return;
   }
-  std::string text;
-  for (const std::string& t : tags) {
-    if (!text.empty()) text.push_back(',');
-    text += t;
-  }
-  metadata.values[kTagsMetadataKey] = std::move(text);
+  metadata.values[kTagsMetadataKey] = detail::join_ids(tags);
 }
 
 std::vector<std::string> tags_of(const Metadata& metadata) {
-  std::vector<std::string> out;
   const auto it = metadata.values.find(kTagsMetadataKey);
-  if (it == metadata.values.end()) return out;
-  std::string_view rest = it->second;
-  for (;;) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view tag = rest.substr(0, comma);
-    validate_tag(tag);
-    if (!out.empty() && !(out.back() < tag)) {
-      throw InvalidArgument(std::string("factum: the metadata value ") + kTagsMetadataKey +
-                            " is not a sorted list of distinct tags separated by ','");
-    }
-    out.emplace_back(tag);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
+  if (it == metadata.values.end()) return {};
+  std::vector<std::string> out = detail::split_ids(it->second, validate_tag);
+  if (std::adjacent_find(out.begin(), out.end(), std::greater_equal<>()) != out.end()) {
+    throw InvalidArgument(std::string("factum: the metadata value ") + kTagsMetadataKey +
+                          " is not a sorted list of distinct tags separated by ','");
   }
   if (out.size() > kMaxTagsPerEvent) {
     throw InvalidArgument("factum: an event has at most " + std::to_string(kMaxTagsPerEvent) +
@@ -74,10 +61,6 @@ std::vector<std::string> tags_of(const Metadata& metadata) {
 }
 
 namespace detail {
-
-bool has_tags(const EventData& e) noexcept {
-  return !e.metadata.values.empty() && e.metadata.values.contains(kTagsMetadataKey);
-}
 
 void ensure_tag_table(Sql& sql) {
   sql.execute(table_ddl(sql,
@@ -127,26 +110,32 @@ std::vector<std::string> tags_of_view(const EventView& v) {
   return tags_of(m);
 }
 
-// The first position where the index and the log differ (the slow pass, after the digests
-// differed): the index is read whole into memory, then the log walked once more.
-Position first_difference(const EventStore& store, Position head) {
+// The first position up to `walked` where the index and the log differ (the slow pass, after
+// the digests differed): the index is read whole into memory, then the log walked once more.
+Position first_difference(const EventStore& store, Position walked) {
   std::map<Position, std::vector<std::string>> index;
   store.read_sql([&](Sql& sql) {
     sql.query("SELECT tag, position FROM factum_event_tags WHERE position <= ?1",
-              {static_cast<std::int64_t>(head)}, [&](const SqlRow& row) {
+              {static_cast<std::int64_t>(walked)}, [&](const SqlRow& row) {
                 index[static_cast<Position>(row.integer(1))].push_back(row.text(0));
               });
   });
   for (auto& [position, tags] : index) std::sort(tags.begin(), tags.end());
   Position found = 0;
   store.visit_all(1, [&](const EventView& v) {
-    if (v.position > head) return false;
+    if (v.position > walked) return false;
     const auto it = index.find(v.position);
     if (!index.empty() && index.begin()->first < v.position) {
       found = index.begin()->first;  // an index row of no event, or of an untagged one
       return false;
     }
-    const std::vector<std::string> tags = tags_of_view(v);
+    std::vector<std::string> tags;
+    try {
+      tags = tags_of_view(v);
+    } catch (const InvalidArgument&) {
+      found = v.position;  // a malformed tags value: no index can agree with it
+      return false;
+    }
     if (it == index.end() ? !tags.empty() : it->second != tags) {
       found = v.position;
       return false;
@@ -158,61 +147,42 @@ Position first_difference(const EventStore& store, Position head) {
   return found;
 }
 
-// The first event up to `head` whose metadata bytes hold the tags key (a byte search in SQL,
-// over the rows with metadata values only); 0 when none.
-Position first_tagged(Sql& sql, Position head) {
-  const bool postgres = sql.dialect() == SqlDialect::postgres;
-  return static_cast<Position>(
-      sql.query_integer(postgres ? "SELECT min(position) FROM events WHERE position <= ?1 AND "
-                                   "extra IS NOT NULL AND "
-                                   "position(CAST('factum.tags' AS bytea) IN extra) > 0"
-                                 : "SELECT min(position) FROM events WHERE position <= ?1 AND "
-                                   "extra IS NOT NULL AND "
-                                   "instr(CAST(extra AS BLOB), CAST('factum.tags' AS BLOB)) > 0",
-                        {static_cast<std::int64_t>(head)})
-          .value_or(0));
-}
-
 }  // namespace
 
-VerifyResult check_tag_index(const EventStore& store, Position head) {
+void TagDigest::add(const EventView& event) {
+  const std::optional<std::string_view> value = event.metadata_value(kTagsMetadataKey);
+  if (!value) return;
+  if (first == 0) first = event.position;
+  try {
+    for (const std::string& tag : tags_of_view(event)) add(tag, event.position);
+  } catch (const InvalidArgument&) {
+    malformed = true;
+  }
+}
+
+VerifyResult check_tag_index(const EventStore& store, const TagDigest& log, Position walked) {
   VerifyResult r;
-  if (head == 0) return r;  // an empty log (maybe without tables yet)
+  if (walked == 0) return r;  // an empty log (maybe without tables yet)
   bool table = false;
-  Position tagged = 0;
+  TagDigest index;
   store.read_sql([&](Sql& sql) {
     table = sql.object_type("factum_event_tags") == "table";
-    if (!table) tagged = first_tagged(sql, head);
+    if (!table) return;
+    sql.query("SELECT tag, position FROM factum_event_tags WHERE position <= ?1",
+              {static_cast<std::int64_t>(walked)}, [&](const SqlRow& row) {
+                index.add(row.text(0), static_cast<Position>(row.integer(1)));
+              });
   });
-  if (!table) {  // never tagged (the common case): no walk
-    if (tagged == 0) return r;
-    r.problem = VerifyResult::Problem::tag_index_mismatch;
-    r.position = tagged;
-    r.message = "the event at position " + std::to_string(tagged) +
+  if (!log.malformed && log.count == index.count && log.sum == index.sum) return r;
+  r.problem = VerifyResult::Problem::tag_index_mismatch;
+  if (!table) {
+    r.position = log.first;
+    r.message = "the event at position " + std::to_string(log.first) +
                 " has tags, but the store has no tag index (table factum_event_tags was dropped "
                 "behind the library's back): queries by tag would miss events";
     return r;
   }
-  // Up to `head`: appends made meanwhile (their events and index rows) are not compared.
-  TagDigest log;
-  store.visit_all(1, [&](const EventView& v) {
-    if (v.position > head) return false;
-    for (const std::string& tag : tags_of_view(v)) log.add(tag, v.position);
-    ++r.events_checked;
-    return true;
-  });
-  TagDigest index;
-  {
-    store.read_sql([&](Sql& sql) {
-      sql.query("SELECT tag, position FROM factum_event_tags WHERE position <= ?1",
-                {static_cast<std::int64_t>(head)}, [&](const SqlRow& row) {
-                  index.add(row.text(0), static_cast<Position>(row.integer(1)));
-                });
-    });
-  }
-  if (log.count == index.count && log.sum == index.sum) return r;
-  r.problem = VerifyResult::Problem::tag_index_mismatch;
-  r.position = first_difference(store, head);
+  r.position = first_difference(store, walked);
   r.message = "the tag index (table factum_event_tags) disagrees with the log at position " +
               std::to_string(r.position) + " (it holds " + std::to_string(index.count) +
               " rows, the log's events carry " + std::to_string(log.count) +

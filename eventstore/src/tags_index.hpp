@@ -7,13 +7,12 @@
 #include <string_view>
 
 #include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/event_view.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/tags.hpp"
 
 namespace factum::detail {
 
-// Whether `e` carries the metadata value kTagsMetadataKey.
-bool has_tags(const EventData& e) noexcept;
 // Creates the table of tags when missing (inside the caller's write transaction).
 void ensure_tag_table(Sql& sql);
 // Inside an append's (or an import's) transaction: one row (tag, position) per tag of each of
@@ -24,12 +23,18 @@ void index_tags(Sql& sql, std::span<const RecordedEvent> events);
 struct TagDigest {
   std::array<std::uint64_t, 4> sum{};
   std::uint64_t count = 0;
+  Position first = 0;  // the first event with tags (or a malformed tags value) added
   void add(std::string_view tag, Position position);
+  // Adds the tags of `event` (a checked view of the chain walk, ChainWalk); a malformed tags
+  // value counts as a difference from any index.
+  void add(const EventView& event);
+  bool malformed = false;
 };
 
-// After a verify found the chain intact up to `head`: whether the index holds exactly the tags
-// of the log's events up to there (one walk of the log, one read of the index; what appends add
-// meanwhile is not compared). Problem::tag_index_mismatch otherwise.
-VerifyResult check_tag_index(const EventStore& store, Position head);
+// After a verify walked the intact chain up to position `walked`, digesting the events' tags
+// into `log`: whether the index holds exactly those tags up to there (one read of the index;
+// rows of appends committed meanwhile are past `walked`). Problem::tag_index_mismatch
+// otherwise, at the first position where they differ.
+VerifyResult check_tag_index(const EventStore& store, const TagDigest& log, Position walked);
 
 }  // namespace factum::detail

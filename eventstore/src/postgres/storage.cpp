@@ -122,10 +122,10 @@ class PostgresStorage final : public Storage {
     });
   }
 
-  VerifyResult verify(const VerifyOptions& options) override {
+  VerifyResult verify(const VerifyOptions& options, TagDigest& tags) override {
     // One snapshot for everything below, however many appends commit meanwhile.
     auto c = begin_read("verifying the hash chain");
-    ChainWalk walk(options);
+    ChainWalk walk(options, &tags);
     PgResult counts =
         Params().run(*c, "SELECT count(*), min(position) FROM events", "counting the events");
     const std::int64_t rows = counts.int64_or(0, 0, 0);

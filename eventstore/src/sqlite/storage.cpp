@@ -157,8 +157,8 @@ class SqliteStorage final : public Storage {
     return out;
   }
 
-  VerifyResult verify(const VerifyOptions& options) override {
-    if (born()) return verify_chain(*readers_, options);
+  VerifyResult verify(const VerifyOptions& options, TagDigest& tags) override {
+    if (born()) return verify_chain(*readers_, options, tags);
     // An empty log: nothing to walk, and no expected or anchored head can be in it.
     ChainWalk walk(options);
     return walk.finish(0, 0);

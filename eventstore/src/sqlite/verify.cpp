@@ -63,12 +63,12 @@ VerifyResult check_streams(ReadConnection& conn, const ChainWalk& walk, VerifyRe
 
 }  // namespace
 
-VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options) {
+VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options, TagDigest& tags) {
   auto conn = pool.acquire();
   // One read transaction for everything below: the counts, the walk and the counter describe
   // the same snapshot, however many appends commit meanwhile.
   Transaction snapshot(conn->db, Transaction::Mode::deferred);
-  ChainWalk walk(options);
+  ChainWalk walk(options, &tags);
   const EventRows rows = event_rows(*conn);
   if (rows.min < 1) return walk.unchained(rows.min);
   if (!walk_pages(*conn, walk, options.on_progress)) return walk.result();

@@ -7,11 +7,12 @@
 #include "factum/eventstore/event_store.hpp"
 #include "hash_chain.hpp"
 #include "sqlite/reader.hpp"
+#include "tags_index.hpp"
 
 namespace factum::detail {
 
 // Recomputes every event's hash in position order; see EventStore::verify. Calls
 // `on_progress` (when set) with the events checked so far after each page.
-VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options);
+VerifyResult verify_chain(ReaderPool& pool, const VerifyOptions& options, TagDigest& tags);
 
 }  // namespace factum::detail
