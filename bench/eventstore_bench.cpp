@@ -109,12 +109,14 @@ Config parse(int argc, char** argv) {
       app, "--streams", c.streams, "100-event streams written for the read cases (default 2000)");
   app.add_option("--dir", dir, "where the temporary directory goes (default $TMPDIR or /tmp)")
       ->type_name("DIR");
-  app.add_option("--case", c.only,
-                 "run one case only (to profile it): append1, append100, threads, read_stream, "
-                 "read_stream_view, read_all, read_all_view or scale")
+  app.add_option(
+         "--case", c.only,
+         "run one case only (to profile it): append1, append100, threads, read_stream, "
+         "read_stream_view, read_all, read_all_view, scale, query_read or conditional_append")
       ->type_name("NAME")
       ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_stream_view",
-                             "read_all", "read_all_view", "scale"}));
+                             "read_all", "read_all_view", "scale", "query_read",
+                             "conditional_append"}));
   app.add_option("--side", c.side, "time only the raw ceiling or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
@@ -809,6 +811,101 @@ Samples read_all_view_case(const Config& c, const ReadData& d) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Consistency by query (docs/dcb.md): the same code on both backends, on a store at a location
+// the backend gives (a file, or a URI of a fresh schema)
+
+constexpr std::size_t kTaggedEvents = 20000;  // in the queried store; one in ten "group:hot"
+constexpr const char* kHotTag = "group:hot";
+
+// kTaggedEvents events of the corpus's payload, each tagged "n:<i>", one in ten also
+// kHotTag, 1,000 per append round 20 streams.
+void fill_tagged(factum::EventStore& store, const Corpus& corpus) {
+  for (std::size_t i = 0; i < kTaggedEvents; i += 1000) {
+    std::vector<factum::EventData> batch;
+    for (std::size_t j = i; j < i + 1000; ++j) {
+      factum::EventData e = corpus.event();
+      std::vector<std::string> tags{"n:" + std::to_string(j)};
+      if (j % 10 == 0) tags.emplace_back(kHotTag);
+      factum::set_tags(e.metadata, std::move(tags));
+      batch.push_back(std::move(e));
+    }
+    store.append("tagged-" + std::to_string(i / 1000 % 20), factum::ExpectedVersion::any(), batch);
+  }
+}
+
+// The statement read_query runs for an item of one tag, as plain SQL.
+constexpr const char* kRawByTag =
+    "SELECT e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "
+    "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "
+    "e.recorded_at, e.hash, p.hash FROM factum_event_tags t JOIN events e ON e.position = "
+    "t.position JOIN streams s ON s.stream_key = e.stream_key LEFT JOIN events p ON p.position "
+    "= e.position - 1 WHERE t.tag = ?1 AND t.position > 0 ORDER BY t.position";
+
+// Reads the events of kHotTag: factum::read_query against its statement run as plain SQL through
+// the store's Sql handle (read_sql) in one read, every column copied out into a RecordedEvent
+// (no metadata decoded, no hash checked), on the same store.
+Samples query_read_case(const Config& c, const std::string& location) {
+  const std::size_t want = kTaggedEvents / 10;
+  const factum::EventStore store = factum::EventStore::open(location, store_options(c));
+  auto raw = [&] {
+    std::vector<factum::RecordedEvent> rows;
+    rows.reserve(want);
+    return timed(c.seconds, [&] {
+      rows.clear();
+      store.read_sql([&](factum::Sql& sql) {
+        sql.query(kRawByTag, {std::string(kHotTag)}, [&](const factum::SqlRow& r) {
+          factum::RecordedEvent& e = rows.emplace_back();
+          e.position = static_cast<factum::Position>(r.integer(0));
+          e.stream_id = r.text(1);
+          e.stream_version = static_cast<factum::StreamVersion>(r.integer(2));
+          g_sink += r.blob(3).size();
+          e.type = r.text(4);
+          e.schema_version = static_cast<std::uint32_t>(r.integer(5));
+          e.payload = r.blob(6);
+          for (int col = 7; col <= 11; ++col) g_sink += r.is_null(col) ? 0 : r.blob(col).size();
+          e.recorded_at = factum::Timestamp(std::chrono::microseconds(r.integer(12)));
+          g_sink += r.blob(13).size() + (r.is_null(14) ? 0 : r.blob(14).size());
+        });
+      });
+      if (rows.size() != want) throw std::runtime_error("raw: short read by tag");
+      return rows.size();
+    });
+  };
+  auto factum = [&] {
+    return timed(c.seconds, [&] {
+      const factum::QueryResult r = factum::read_query(store, factum::Query::tagged({kHotTag}));
+      for (const factum::RecordedEvent& e : r.events) g_sink += e.payload.size();
+      if (r.events.size() != want) throw std::runtime_error("factum: short read by query");
+      return r.events.size();
+    });
+  };
+  return interleave(c, "query_read", raw, factum);
+}
+
+// One timed run of appends of 1 event tagged with a name of its own ("username:u<i>"), round
+// the write streams, into a new store at `location`: each on the condition that no event of
+// its tag came before (`conditional`), or plainly.
+double tagged_append_run(const Config& c, const std::string& location, const Corpus& corpus,
+                         bool conditional) {
+  factum::EventStore store = factum::EventStore::open(location, store_options(c));
+  factum::EventData e = corpus.event();
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::string name = "username:u" + std::to_string(i);
+    e.id = factum::EventId::generate();
+    factum::set_tags(e.metadata, {name});
+    const std::string& stream = corpus.write_streams[i++ % kWriteStreams];
+    if (conditional) {
+      store.append(stream, factum::ExpectedVersion::any(), {&e, 1},
+                   factum::AppendCondition{factum::Query::tagged({name}), 0});
+    } else {
+      store.append(stream, factum::ExpectedVersion::any(), e);
+    }
+    return std::size_t{1};
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Backends: how each case runs on one backend, and what its ceilings are
 
 // Each case's ceiling, as the table names it, and the target ratio (none: for information).
@@ -826,6 +923,8 @@ struct Ceilings {
   std::optional<double> read_all_target;
   std::string read_all_view;
   std::optional<double> read_all_view_target;
+  std::optional<double> query_read_target;
+  std::optional<double> conditional_append_target;
 };
 
 class Backend {
@@ -854,6 +953,10 @@ class Backend {
     Samples page;
   };
   virtual std::optional<Scale> scale() { return std::nullopt; }
+  // Consistency by query: read_query of one tag against its SQL (query_read_case), and appends
+  // of 1 tagged event on a one-tag condition against plain appends of it (as `ceiling`).
+  virtual Samples query_read() = 0;
+  virtual Samples conditional_append() = 0;
 };
 
 std::string durability_name(factum::Durability d) {
@@ -892,7 +995,9 @@ class SqliteBackend final : public Backend {
             "raw full scan in rowid order, copied",
             0.90,
             "raw full scan in rowid order, in place",
-            0.60};
+            0.60,
+            0.50,
+            0.70};
   }
 
   std::string header() const override {
@@ -922,6 +1027,28 @@ class SqliteBackend final : public Backend {
   Samples read_stream_view() override { return read_stream_view_case(c_, data_, corpus_); }
   Samples read_all() override { return read_all_case(c_, data_); }
   Samples read_all_view() override { return read_all_view_case(c_, data_); }
+
+  Samples query_read() override {
+    const fs::path file = dir_.fresh("tagged");
+    {
+      factum::EventStore store = factum::EventStore::open(file, store_options(c_));
+      fill_tagged(store, corpus_);
+    }
+    const Samples s = query_read_case(c_, file.string());
+    TempDir::remove_db(file);
+    return s;
+  }
+
+  Samples conditional_append() override {
+    auto run = [&](bool conditional) {
+      const fs::path file = dir_.fresh(conditional ? "conditional" : "plain");
+      const double rate = tagged_append_run(c_, file.string(), corpus_, conditional);
+      TempDir::remove_db(file);
+      return rate;
+    };
+    return interleave(
+        c_, "conditional_append", [&] { return run(false); }, [&] { return run(true); });
+  }
 
  private:
   const Config& c_;
@@ -963,7 +1090,9 @@ class PostgresBackend final : public Backend {
             "raw ordered scan, binary, copied",
             0.50,
             "raw ordered scan, binary, in place",
-            0.50};
+            0.50,
+            0.50,
+            0.70};
   }
 
   std::string header() const override {
@@ -1165,6 +1294,26 @@ class PostgresBackend final : public Backend {
     return out;
   }
 
+  Samples query_read() override {
+    const PgSchema schema(*admin_, c_.pg_uri, "tagged");
+    {
+      factum::EventStore store = factum::EventStore::open(schema.uri(), store_options(c_));
+      fill_tagged(store, corpus_);
+    }
+    admin_->exec("VACUUM (ANALYZE) " + schema.name() + ".events, " + schema.name() + ".streams, " +
+                 schema.name() + ".factum_event_tags");
+    return query_read_case(c_, schema.uri());
+  }
+
+  Samples conditional_append() override {
+    auto run = [&](bool conditional) {
+      const PgSchema schema(*admin_, c_.pg_uri, conditional ? "conditional" : "plain");
+      return tagged_append_run(c_, schema.uri(), corpus_, conditional);
+    };
+    return interleave(
+        c_, "conditional_append", [&] { return run(false); }, [&] { return run(true); });
+  }
+
  private:
   // ANALYZE of the store's tables, from the admin connection (through the store, a write_sql
   // would make its writer forget the streams it knows, which changes how it appends).
@@ -1360,6 +1509,23 @@ int run(const Config& c) {
                          ceilings.read_all_view, ceilings.read_all_view_target, all.factum,
                          all.ceiling});
     }
+  }
+
+  if (want("query_read")) {
+    stage("query_read: one tag of " + std::to_string(kTaggedEvents / 10) + " events among " +
+          std::to_string(kTaggedEvents));
+    const Samples q = backend->query_read();
+    results.push_back({"query_read", "read_query (one tag)", q.best_factum(), q.best_ceiling(),
+                       "its SQL through the Sql handle, copied", ceilings.query_read_target,
+                       q.factum, q.ceiling});
+  }
+
+  if (want("conditional_append")) {
+    stage("conditional_append: 1 tagged event per call on a one-tag condition");
+    const Samples a = backend->conditional_append();
+    results.push_back({"conditional_append_1", "append 1 on a condition", a.best_factum(),
+                       a.best_ceiling(), "factum append 1 tagged event/call",
+                       ceilings.conditional_append_target, a.factum, a.ceiling});
   }
 
   if (want("scale")) {

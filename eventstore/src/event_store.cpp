@@ -57,15 +57,21 @@ class StoreImpl {
     const bool personal = any_event_has(appends, kSubjectsMetadataKey);
     const bool tagged = any_event_has(appends, kTagsMetadataKey);
     Position first = 0;  // of the current attempt
+    // The tag table is made (when missing) once per hook, before the condition reads it and
+    // the tags go in: CREATE TABLE IF NOT EXISTS is one statement where a look-up of the
+    // table's name in the catalog would be one too, and a slow one on PostgreSQL.
+    const bool table =
+        tagged || (condition != nullptr && needs_tag_table(condition->fail_if_events_match));
     if (personal || tagged || condition != nullptr) {
-      checked = [hook, personal, tagged, condition, &first](AppendTransaction& tx) {
+      checked = [hook, personal, tagged, table, condition, &first](AppendTransaction& tx) {
+        if (table) ensure_tag_table(tx.sql());
         if (condition != nullptr) {
           const Position front = tx.events().front().position;
           if (first == 0 || front <= first) first = front;  // a new attempt
           check_condition(tx.sql(), *condition, first);
         }
         if (personal) require_keys(tx.sql(), tx.events());
-        if (tagged) index_tags(tx.sql(), tx.events());
+        if (tagged) index_tags(tx.sql(), tx.events(), true);
         if (hook != nullptr) (*hook)(tx);
       };
       hook = &checked;

@@ -171,15 +171,20 @@ template <class F>
 Position visit_events(const EventStore& store, const Query& query, Position after, F&& fn) {
   validate_query(query);
   Position cursor = after;
+  // Whether the log and the tag table exist, looked up until found (a table once made stays:
+  // a dropped one is an error of the reads and of verify's).
+  bool log = false;
+  bool table = false;
   for (;;) {
     std::vector<RecordedEvent> page;
     Position bound = 0;  // events up to here are complete (0: every item reached the end)
     Position head = 0;
     store.read_sql([&](Sql& sql) {
-      if (sql.object_type("events") != "table") return;  // nothing written yet
+      if (!log && sql.object_type("events") != "table") return;  // nothing written yet
+      log = true;
       head = static_cast<Position>(
           sql.query_integer("SELECT coalesce(max(position), 0) FROM events").value_or(0));
-      const bool table = sql.object_type(kTagTable) == "table";
+      if (!table) table = sql.object_type(kTagTable) == "table";
       for (const QueryItem& item : query.items) {
         if (!item.tags.empty() && !table) continue;  // nothing was ever tagged
         std::vector<SqlValue> params;
@@ -235,10 +240,8 @@ namespace detail {
 void check_condition(Sql& sql, const AppendCondition& condition, Position before) {
   const Query& query = condition.fail_if_events_match;
   if (query.items.empty() || before <= condition.after + 1) return;
-  const bool table = sql.object_type(kTagTable) == "table";
   std::vector<Position> found;
   for (const QueryItem& item : query.items) {
-    if (!item.tags.empty() && !table) continue;
     std::vector<SqlValue> params;
     std::string text =
         std::string("SELECT ") + (item.tags.empty() ? "e.position " : "t.position ") +
@@ -258,6 +261,11 @@ void check_condition(Sql& sql, const AppendCondition& condition, Position before
   found.erase(std::unique(found.begin(), found.end()), found.end());
   if (found.size() > kConflicts) found.resize(kConflicts);
   throw AppendConditionFailed(condition.after, std::move(found));
+}
+
+bool needs_tag_table(const Query& query) {
+  return std::any_of(query.items.begin(), query.items.end(),
+                     [](const QueryItem& item) { return !item.tags.empty(); });
 }
 
 }  // namespace detail

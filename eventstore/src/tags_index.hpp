@@ -16,8 +16,9 @@ namespace factum::detail {
 // Creates the table of tags when missing (inside the caller's write transaction).
 void ensure_tag_table(Sql& sql);
 // Inside an append's (or an import's) transaction: one row (tag, position) per tag of each of
-// `events`. Throws InvalidArgument for a malformed tags value, StorageError.
-void index_tags(Sql& sql, std::span<const RecordedEvent> events);
+// `events`, in multi-row inserts; first ensure_tag_table unless `table_ensured` says the caller
+// did in this transaction. Throws InvalidArgument for a malformed tags value, StorageError.
+void index_tags(Sql& sql, std::span<const RecordedEvent> events, bool table_ensured = false);
 
 // An order-free digest of (tag, position) pairs: the sums, lane by lane, of their SHA-256.
 struct TagDigest {

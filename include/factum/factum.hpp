@@ -5,6 +5,7 @@
 #include "factum/aggregates/repository.hpp"
 
 #include "factum/eventstore/anchor.hpp"
+#include "factum/eventstore/decision.hpp"
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
@@ -16,8 +17,10 @@
 #include "factum/eventstore/location.hpp"
 #include "factum/eventstore/payload_archive.hpp"
 #include "factum/eventstore/personal.hpp"
+#include "factum/eventstore/query.hpp"
 #include "factum/eventstore/sql.hpp"
 #include "factum/eventstore/store_options.hpp"
+#include "factum/eventstore/tags.hpp"
 #include "factum/eventstore/text.hpp"
 #include "factum/projections/checkpoint_store.hpp"
 #include "factum/projections/consumer_group.hpp"
