@@ -37,6 +37,7 @@
 #include "raw_sqlite.hpp"
 #include "scale.hpp"
 #include "support.hpp"
+#include "support/fault_vfs.hpp"
 #ifdef FACTUM_HAVE_POSTGRES
 #include "raw_postgres.hpp"
 #endif
@@ -82,6 +83,7 @@ struct Config {
   std::string backend = "sqlite";        // or "postgres"
   std::string pg_uri;                    // the server of --backend postgres
   std::uint64_t scale_events = 1000000;  // the scale case's large log
+  std::int64_t sync_latency_us = 0;      // added to every SQLite sync (the fault VFS shim)
 };
 
 // How to get a server for --backend postgres.
@@ -132,7 +134,18 @@ Config parse(int argc, char** argv) {
   CLI::Option* scale = bench::add_positive(
       app, "--scale-events", c.scale_events,
       "events of the scale case's large log, against 10,000 (default 1000000; --quick 100000)");
+  app.add_option("--sync-latency-us", c.sync_latency_us,
+                 "SQLite only: every sync (fsync) takes this much longer, on both sides (a "
+                 "shim VFS sleeping after each sync): a disk whose flushes cost what a cloud "
+                 "volume's do, e.g. 2000; judges group commit by its own targets (default 0)")
+      ->type_name("US")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   bench::parse_or_exit(app, argc, argv);
+  if (c.sync_latency_us > 0 && c.backend != "sqlite") {
+    std::cerr << "factum_bench: --sync-latency-us is for SQLite stores (PostgreSQL's flushes "
+                 "are the server's)\n";
+    std::exit(2);
+  }
   if (c.backend == "postgres") {
 #ifndef FACTUM_HAVE_POSTGRES
     std::cerr << "factum_bench: --backend postgres: this factum_bench was built without "
@@ -925,6 +938,7 @@ struct Ceilings {
   std::optional<double> read_all_view_target;
   std::optional<double> query_read_target;
   std::optional<double> conditional_append_target;
+  std::optional<double> schema_target;  // appends against plain SQLite writing factum's schema
 };
 
 class Backend {
@@ -983,11 +997,18 @@ class SqliteBackend final : public Backend {
     // NORMAL a commit is cheap, so factum's own work per append weighs more and group commit
     // gains less.
     const bool full = c_.durability == factum::Durability::full;
+    // With --sync-latency-us, the flush costs what a cloud volume's does: group commit is
+    // judged there (issue 33 item 5b): 16 threads share each flush.
+    // At the disk's own latency (a fast flush here) 16 threads have less to share: 2x.
+    // Under `normal` appends are judged against plain SQLite writing factum's own schema (the
+    // schema rows), not against a table without its indexes (issue 33 item 5a).
+    const bool slow_flush = full && c_.sync_latency_us > 0;
+    const std::optional<double> none;
     return {"raw BEGIN;INSERT;COMMIT per row",
-            full ? 0.80 : 0.60,
+            full ? std::optional(0.80) : none,
             "raw 100 rows per transaction",
-            full ? 0.35 : 0.60,
-            full ? 8.0 : 2.0,
+            full ? std::optional(0.35) : none,
+            slow_flush ? 8.0 : 2.0,
             "raw SELECT by stream (indexed), copied",
             0.90,
             "raw SELECT by stream (indexed), in place",
@@ -997,7 +1018,8 @@ class SqliteBackend final : public Backend {
             "raw full scan in rowid order, in place",
             0.60,
             0.50,
-            0.70};
+            0.70,
+            full ? none : std::optional(0.90)};
   }
 
   std::string header() const override {
@@ -1008,13 +1030,19 @@ class SqliteBackend final : public Backend {
                   durability_name(c_.durability).c_str(),
                   c_.durability == factum::Durability::full ? "FULL" : "NORMAL",
                   std::thread::hardware_concurrency(), sqlite3_libversion(), kPayloadSize);
-    return buf;
+    std::string out = buf;
+    if (c_.sync_latency_us > 0) {
+      out +=
+          "every sync " + std::to_string(c_.sync_latency_us) + " us slower (--sync-latency-us),\n";
+    }
+    return out;
   }
 
   std::string json_members() const override {
     return "  \"durability\": " + json_string(durability_name(c_.durability)) + ",\n" +
            "  \"cores\": " + std::to_string(std::thread::hardware_concurrency()) + ",\n" +
-           "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n";
+           "  \"sqlite\": " + json_string(sqlite3_libversion()) + ",\n" +
+           "  \"sync_latency_us\": " + std::to_string(c_.sync_latency_us) + ",\n";
   }
 
   Samples append(std::size_t per_call) override { return append_case(c_, dir_, corpus_, per_call); }
@@ -1092,7 +1120,8 @@ class PostgresBackend final : public Backend {
             "raw ordered scan, binary, in place",
             0.50,
             0.50,
-            0.70};
+            0.70,
+            std::nullopt};
   }
 
   std::string header() const override {
@@ -1418,6 +1447,12 @@ void print_json(const Config& c, const Backend& backend, const std::vector<Resul
 }
 
 int run(const Config& c) {
+  // The shim first, so that it outlives every store and raw connection.
+  std::unique_ptr<factum::test::FaultInjection> slow_syncs;
+  if (c.sync_latency_us > 0) {
+    slow_syncs = std::make_unique<factum::test::FaultInjection>();
+    slow_syncs->delay_syncs(std::chrono::microseconds(c.sync_latency_us));
+  }
   const Corpus corpus(c);
   const std::unique_ptr<Backend> backend = make_backend(c, corpus);
   const Ceilings ceilings = backend->ceilings();
@@ -1433,7 +1468,7 @@ int run(const Config& c) {
         {"append_" + n + "_per_call_vs_schema", "  vs factum's schema, raw", factum.best_factum(),
          Samples::best(schema),
          "raw " + n + (per_call == 1 ? " row" : " rows") + " per transaction into factum's schema",
-         std::nullopt, factum.factum, schema});
+         ceilings.schema_target, factum.factum, schema});
   };
 
   std::optional<Samples> one;

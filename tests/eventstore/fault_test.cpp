@@ -126,6 +126,24 @@ TEST_CASE("an fsync failure at commit fails the append with StorageError and wri
   check_usable_after(t, "account-1");
 }
 
+TEST_CASE("delayed syncs make each durable commit wait, and change nothing stored") {
+  // The shim behind factum_bench --sync-latency-us: a disk whose flush costs 30 ms.
+  FaultInjection fault;
+  TempStore t(TempStore::durable_options());
+  t.store.append("account-1", ExpectedVersion::no_stream(), make_events(1));
+  fault.delay_syncs(std::chrono::milliseconds(30));
+  const std::uint64_t syncs = fault.calls(FaultOp::sync);
+  const auto start = std::chrono::steady_clock::now();
+  t.store.append("account-1", ExpectedVersion::exact(1), make_events(2));
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(fault.calls(FaultOp::sync) > syncs);        // the commit synced
+  CHECK(took >= std::chrono::milliseconds(30));     // and waited for the latency (a lower bound)
+  fault.delay_syncs(std::chrono::microseconds(0));  // off again
+  CHECK(t.store.stream_version("account-1") == 3);
+  check_intact(t.store);
+  CHECK_THROWS_AS(fault.delay_syncs(std::chrono::microseconds(-1)), std::invalid_argument);
+}
+
 TEST_CASE("an fsync failure at commit tells the append's outcome notice rolled_back") {
   FaultInjection fault;
   TempStore t(TempStore::durable_options());

@@ -65,9 +65,8 @@ struct Taken {
     EventStore store = EventStore::open(location, TempStore::fast_options());
     boost::signals2::scoped_connection slowly;
     if (slow) {
-      slowly = store.on_appending().connect([](AppendTransaction&) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      });
+      slowly = store.on_appending().connect(
+          [](AppendTransaction&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
     }
     char go = 0;
     if (read(go_fd, &go, 1) != 1) _exit(3);
@@ -88,10 +87,12 @@ struct Taken {
                   decide(store, q, [&](const QueryResult& seen) -> std::vector<StreamAppend> {
                     if (!seen.events.empty()) {
                       Taken taken;
-                      for (const RecordedEvent& e : seen.events) taken.positions.push_back(e.position);
+                      for (const RecordedEvent& e : seen.events)
+                        taken.positions.push_back(e.position);
                       throw taken;
                     }
-                    return {{"user-" + who + "-" + std::to_string(n), ExpectedVersion::no_stream(),
+                    return {{"user-" + who + "-" + std::to_string(n),
+                             ExpectedVersion::no_stream(),
                              {tagged("test.Claimed", name_tag(n))}},
                             {"profile-" + who + "-" + std::to_string(n),
                              ExpectedVersion::no_stream(),
@@ -148,7 +149,7 @@ struct Children {
 
 // Forks the racing processes; they open the store and wait for the word to go.
 Children start(const std::filesystem::path& location, const TempDir& dir, int count,
-                bool slow = false) {
+               bool slow = false) {
   Children c;
   REQUIRE(pipe(c.go) == 0);
   for (int p = 0; p < count; ++p) {
@@ -178,7 +179,8 @@ std::vector<int> reap(const Children& c, std::chrono::seconds limit) {
   for (const pid_t pid : c.pids) {
     int status = 0;
     pid_t r = 0;
-    while ((r = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (r == 0) {
@@ -282,8 +284,8 @@ TEST_CASE("4 processes of 16 threads race for 100 names: one claim each, every l
     CHECK(count == 1);
   }
   CHECK(seen + conditions == attempts - kNames);
-  MESSAGE("refused after reading the claim: " << seen << ", by the append's condition: "
-                                              << conditions);
+  MESSAGE("refused after reading the claim: " << seen
+                                              << ", by the append's condition: " << conditions);
 }
 
 TEST_CASE("processes killed in the middle of the race leave no half claim and no name twice") {
@@ -311,7 +313,6 @@ TEST_CASE("processes killed in the middle of the race leave no half claim and no
   go(c);
   for (const int code : reap(c, std::chrono::seconds(300))) CHECK(code == 0);
   CHECK(claims(location).size() == static_cast<std::size_t>(kNames));
-  MESSAGE("names claimed before the last, unkilled race: " << claimed << " of " << kNames
-                                                          << " (rounds killed mid-race: "
-                                                          << partial << ")");
+  MESSAGE("names claimed before the last, unkilled race: "
+          << claimed << " of " << kNames << " (rounds killed mid-race: " << partial << ")");
 }

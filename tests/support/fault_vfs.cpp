@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,7 +49,8 @@ struct State {
   std::vector<Fault> faults;
   std::array<std::uint64_t, kFaultOpCount> calls{};
   std::uint64_t injected = 0;
-  bool active = false;  // a FaultInjection lives
+  bool active = false;                         // a FaultInjection lives
+  std::atomic<std::int64_t> sync_delay_us{0};  // delay_syncs; read without the mutex
   sqlite3_vfs* real = nullptr;
   sqlite3_vfs vfs{};
 
@@ -115,7 +119,10 @@ int file_truncate(sqlite3_file* f, sqlite3_int64 size) {
 
 int file_sync(sqlite3_file* f, int flags) {
   if (auto code = check(f, FaultOp::sync)) return *code;
-  return methods(f).xSync(real(f), flags);
+  const int rc = methods(f).xSync(real(f), flags);
+  const std::int64_t delay = state().sync_delay_us.load(std::memory_order_relaxed);
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay));
+  return rc;
 }
 
 int file_size(sqlite3_file* f, sqlite3_int64* size) { return methods(f).xFileSize(real(f), size); }
@@ -330,6 +337,7 @@ FaultInjection::~FaultInjection() {
   State& s = state();
   std::lock_guard lock(s.mu);
   s.faults.clear();
+  s.sync_delay_us = 0;
   s.active = false;
   sqlite3_vfs_unregister(&s.vfs);
   sqlite3_vfs_register(s.real, /*makeDflt=*/1);
@@ -359,6 +367,11 @@ void FaultInjection::fail_any_of(std::initializer_list<FaultOpCode> ops, int nth
 void FaultInjection::fail_locks(int nth, int times) {
   fail_any_of({{FaultOp::lock, SQLITE_IOERR_LOCK}, {FaultOp::shm_lock, SQLITE_IOERR_SHMLOCK}}, nth,
               times);
+}
+
+void FaultInjection::delay_syncs(std::chrono::microseconds latency) {
+  if (latency.count() < 0) throw std::invalid_argument("fault_vfs: a negative sync latency");
+  state().sync_delay_us = latency.count();
 }
 
 void FaultInjection::clear() {

@@ -27,6 +27,7 @@
 // threads use connections; one FaultInjection at a time per process.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -101,6 +102,11 @@ class FaultInjection {
   // SQLITE_IOERR_LOCK) and the WAL index's locks (xShmLock taking a lock, failing with
   // SQLITE_IOERR_SHMLOCK), on every file, counted as one sequence: fail_any_of() of the two.
   void fail_locks(int nth, int times = 1);
+  // Every xSync from now on (on every file) takes `latency` longer: the shim sleeps after the
+  // real sync returns. A disk whose flushes cost what a cloud volume's do (factum_bench
+  // --sync-latency-us); zero turns it off. Not cleared by clear(). Throws std::invalid_argument
+  // for a negative latency.
+  void delay_syncs(std::chrono::microseconds latency);
   // Disarms every fault (counters are kept).
   void clear();
 
