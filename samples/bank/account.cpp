@@ -45,6 +45,21 @@ void check_memo(std::string_view account, std::string_view memo) {
   }
 }
 
+void check_reference(std::string_view account, std::string_view reference) {
+  const auto ok_char = [](char c) { return id_char(c) || c == '/'; };
+  const bool ok = !reference.empty() && reference.size() <= 40 && id_char(reference.front()) &&
+                  reference.front() != '-' && reference.front() != '_' &&
+                  reference.front() != '.' &&
+                  std::all_of(reference.begin(), reference.end(), ok_char);
+  if (!ok) {
+    throw Refused(Refused::Reason::invalid, std::string(account),
+                  "invalid payment reference '" + std::string(reference) + "' for account " +
+                      std::string(account) +
+                      ": use 1-40 letters, digits, '-', '_', '.' or '/', starting with a letter "
+                      "or digit");
+  }
+}
+
 void Account::open(std::string owner, Money overdraft_limit, factum::Timestamp at) {
   if (exists_) throw Refused(Refused::Reason::already_open, id(), "account " + id() + " exists");
   check_owner(id(), owner);

@@ -37,6 +37,7 @@ class Refused : public std::runtime_error {
     not_empty,        // close with a balance left
     still_open,       // forget the owner of an open account
     not_erasable,     // forget an owner forgotten already, or stored in plain text (schema 1)
+    reference_used,   // a payment reference used already, in any account
   };
   Refused(Reason reason, std::string account, const std::string& message)
       : std::runtime_error(message), reason_(reason), account_(std::move(account)) {}
@@ -55,6 +56,9 @@ void check_account_id(std::string_view id);
 void check_owner(std::string_view account, std::string_view owner);
 // Refuses a memo over 200 characters or with control characters (it is printed in tables).
 void check_memo(std::string_view account, std::string_view memo);
+// Refuses a payment reference unless it is 1-40 letters, digits, '-', '_', '.' or '/',
+// starting with a letter or digit ("INV-2024-0042"): an id, which a tag can carry.
+void check_reference(std::string_view account, std::string_view reference);
 
 class Account
     : public factum::Aggregate<Account, AccountOpened, Deposited, Withdrawn, TransferDebited,

@@ -5,8 +5,11 @@
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
+#include <variant>
 
+#include <factum/eventstore/decision.hpp>
 #include <factum/eventstore/personal.hpp>
+#include <factum/eventstore/tags.hpp>
 
 namespace bank {
 namespace {
@@ -38,18 +41,22 @@ void Bank::open(std::string_view account, std::string owner, Money overdraft_lim
   run(account, context(), [&](Account& a) { a.open(owner, overdraft_limit, at); });
 }
 
-void Bank::deposit(std::string_view account, Money amount, std::string memo) {
+void Bank::deposit(std::string_view account, Money amount, std::string memo,
+                   std::string reference) {
   check_account_id(account);
   check_memo(account, memo);
+  if (!reference.empty()) check_reference(account, reference);
   const factum::Timestamp at = now();
-  run(account, context(), [&](Account& a) { a.deposit(amount, memo, at); });
+  run(account, context(), reference, [&](Account& a) { a.deposit(amount, memo, at); });
 }
 
-void Bank::withdraw(std::string_view account, Money amount, std::string memo) {
+void Bank::withdraw(std::string_view account, Money amount, std::string memo,
+                    std::string reference) {
   check_account_id(account);
   check_memo(account, memo);
+  if (!reference.empty()) check_reference(account, reference);
   const factum::Timestamp at = now();
-  run(account, context(), [&](Account& a) { a.withdraw(amount, memo, at); });
+  run(account, context(), reference, [&](Account& a) { a.withdraw(amount, memo, at); });
 }
 
 void Bank::close(std::string_view account) {
@@ -66,10 +73,11 @@ factum::Position Bank::forget(std::string_view account) {
 }
 
 TransferResult Bank::transfer(std::string_view from, std::string_view to, Money amount,
-                              std::string memo) {
+                              std::string memo, std::string reference) {
   check_account_id(from);
   check_account_id(to);
   check_memo(from, memo);
+  if (!reference.empty()) check_reference(from, reference);
   if (from == to) {
     throw Refused(Refused::Reason::invalid, std::string(from),
                   "cannot transfer from account " + std::string(from) + " to itself");
@@ -83,9 +91,9 @@ TransferResult Bank::transfer(std::string_view from, std::string_view to, Money 
   TransferResult result;
   result.transfer_id = factum::EventId::generate();
   const factum::Timestamp at = now();
-  const factum::StreamVersion debited = run(from, context(result.transfer_id), [&](Account& a) {
-    a.debit_transfer(std::string(to), amount, memo, at);
-  });
+  const factum::StreamVersion debited =
+      run(from, context(result.transfer_id), reference,
+          [&](Account& a) { a.debit_transfer(std::string(to), amount, memo, at); });
   const factum::RecordedEvent debit = *store_.read_stream(stream_of(from), debited).begin();
   result.debit_id = debit.id;
   try {
@@ -122,6 +130,50 @@ factum::StreamVersion Bank::run(std::string_view account, const factum::Metadata
       },
       {}, metadata);
   return saved.version();
+}
+
+factum::StreamVersion Bank::run(std::string_view account, const factum::Metadata& metadata,
+                                const std::string& reference,
+                                const std::function<void(Account&)>& command) {
+  if (reference.empty()) return run(account, metadata, command);
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const std::vector<factum::AppendResult> results =
+          factum::decide(store_, factum::Query::tagged({reference_tag(reference)}),
+                         [&](const factum::QueryResult& seen) {
+                           return std::vector<factum::StreamAppend>{
+                               decide_payment(account, metadata, reference, seen, command)};
+                         });
+      return results.front().stream_version;
+    } catch (const factum::ConcurrencyError&) {
+      if (attempt >= 10) throw;  // the account moved after the load: load and decide again
+    }
+  }
+}
+
+factum::StreamAppend Bank::decide_payment(std::string_view account,
+                                          const factum::Metadata& metadata,
+                                          const std::string& reference,
+                                          const factum::QueryResult& seen,
+                                          const std::function<void(Account&)>& command) {
+  if (!seen.events.empty()) {
+    const factum::RecordedEvent& used = seen.events.front();
+    throw Refused(Refused::Reason::reference_used, std::string(account),
+                  "payment reference " + reference + " was used already, by account " +
+                      account_of(used.stream_id) + " (position " + std::to_string(used.position) +
+                      "): nothing booked to account " + std::string(account));
+  }
+  Account a = repository_.load(account);
+  command(a);           // throws Refused: nothing written, projections not started
+  start_projections();  // about to write: the read models must see it
+  factum::Metadata tagged = metadata;
+  factum::set_tags(tagged, {reference_tag(reference)});
+  factum::StreamAppend append{
+      stream_of(account), factum::ExpectedVersion::exact(a.loaded_version()), {}};
+  for (const auto& event : a.pending()) {
+    std::visit([&](const auto& e) { append.events.push_back(registry_.encode(e, tagged)); }, event);
+  }
+  return append;
 }
 
 factum::EventId Bank::event_id(std::string_view account, factum::StreamVersion version) const {

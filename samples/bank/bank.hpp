@@ -26,6 +26,7 @@
 // commands); the clock in BankOptions must then be thread-safe too.
 #pragma once
 
+#include <factum/eventstore/query.hpp>
 #include <factum/factum.hpp>
 
 #include <functional>
@@ -72,13 +73,24 @@ class Bank {
 
   // Commands. Each throws Refused when an invariant or the input forbids it (nothing is
   // written), and what the store throws (factum::Error).
+  //
+  // `reference` (deposit, withdraw, transfer; none by default): the payment's reference, used
+  // once across all accounts — a payment delivered twice is booked once. The event carries the
+  // tag reference_tag(reference); the command decides over the events with that tag and appends
+  // on the condition that none came meanwhile (factum::decide, docs/dcb.md), so of racing
+  // payments with one reference exactly one lands. Refused (Reason::reference_used) when the
+  // reference was used, naming the account that used it; Reason::invalid for a malformed one
+  // (check_reference).
   void open(std::string_view account, std::string owner, Money overdraft_limit = {});
-  void deposit(std::string_view account, Money amount, std::string memo = "deposit");
-  void withdraw(std::string_view account, Money amount, std::string memo = "withdrawal");
+  void deposit(std::string_view account, Money amount, std::string memo = "deposit",
+               std::string reference = {});
+  void withdraw(std::string_view account, Money amount, std::string memo = "withdrawal",
+                std::string reference = {});
   // Refused before anything is written when either account is unknown, they are the same, or
-  // the source refuses the debit. A refused credit does not throw: the result says so.
+  // the source refuses the debit. A refused credit does not throw: the result says so. The
+  // reference goes with the debit.
   TransferResult transfer(std::string_view from, std::string_view to, Money amount,
-                          std::string memo = "transfer");
+                          std::string memo = "transfer", std::string reference = {});
   void close(std::string_view account);
   // Forgets the owner of a closed account (EventStore::forget of owner_subject(account)): the
   // owner's name is erased from the log, the snapshots and the read models (in the forget's
@@ -120,6 +132,16 @@ class Bank {
   // before the save, and returns the account's version after it.
   factum::StreamVersion run(std::string_view account, const factum::Metadata& metadata,
                             const std::function<void(Account&)>& command);
+  // As run, for a payment with a reference (non-empty): decided by query over its tag, and
+  // appended on the condition that no event with the tag came after the read; loaded and run
+  // again when the account moved meanwhile.
+  factum::StreamVersion run(std::string_view account, const factum::Metadata& metadata,
+                            const std::string& reference,
+                            const std::function<void(Account&)>& command);
+  // One decision of the run with a reference: the append to make (throws Refused).
+  factum::StreamAppend decide_payment(std::string_view account, const factum::Metadata& metadata,
+                                      const std::string& reference, const factum::QueryResult& seen,
+                                      const std::function<void(Account&)>& command);
   // The id of the account's event at `version`.
   factum::EventId event_id(std::string_view account, factum::StreamVersion version) const;
   void reverse(TransferResult& result, const factum::RecordedEvent& debit, std::string_view to,

@@ -53,11 +53,13 @@ int open_command(const std::filesystem::path& db, const std::string& account,
 }
 
 int deposit_command(const std::filesystem::path& db, const std::string& account,
-                    const std::string& amount, const std::string& memo) {
+                    const std::string& amount, const std::string& memo,
+                    const std::string& reference) {
   check_account_id(account);
+  if (!reference.empty()) check_reference(account, reference);
   const Money m = Money::parse(amount);
   return with_bank(db, [&](Bank& bank) {
-    bank.deposit(account, m, memo);
+    bank.deposit(account, m, memo, reference);
     std::cout << "deposited " << m.to_display() << " into " << account << "\n";
     print_account(std::cout, require_row(bank, account));
     return 0;
@@ -65,11 +67,13 @@ int deposit_command(const std::filesystem::path& db, const std::string& account,
 }
 
 int withdraw_command(const std::filesystem::path& db, const std::string& account,
-                     const std::string& amount, const std::string& memo) {
+                     const std::string& amount, const std::string& memo,
+                     const std::string& reference) {
   check_account_id(account);
+  if (!reference.empty()) check_reference(account, reference);
   const Money m = Money::parse(amount);
   return with_bank(db, [&](Bank& bank) {
-    bank.withdraw(account, m, memo);
+    bank.withdraw(account, m, memo, reference);
     std::cout << "withdrew " << m.to_display() << " from " << account << "\n";
     print_account(std::cout, require_row(bank, account));
     return 0;
@@ -77,12 +81,14 @@ int withdraw_command(const std::filesystem::path& db, const std::string& account
 }
 
 int transfer_command(const std::filesystem::path& db, const std::string& from,
-                     const std::string& to, const std::string& amount, const std::string& memo) {
+                     const std::string& to, const std::string& amount, const std::string& memo,
+                     const std::string& reference) {
   check_account_id(from);
   check_account_id(to);
+  if (!reference.empty()) check_reference(from, reference);
   const Money m = Money::parse(amount);
   return with_bank(db, [&](Bank& bank) {
-    const TransferResult t = bank.transfer(from, to, m, memo);
+    const TransferResult t = bank.transfer(from, to, m, memo, reference);
     if (!t.completed()) {
       throw std::runtime_error("transfer refused by " + to + " (" + t.refusal + "); " +
                                m.to_display() + " returned to " + from + " by event " +

@@ -24,11 +24,16 @@ int demo_command(const std::filesystem::path& db, const DemoOptions& options, bo
 int open_command(const std::filesystem::path& db, const std::string& account,
                  const std::string& owner, const std::string& limit);
 int deposit_command(const std::filesystem::path& db, const std::string& account,
-                    const std::string& amount, const std::string& memo);
+                    const std::string& amount, const std::string& memo,
+                    const std::string& reference = {});
 int withdraw_command(const std::filesystem::path& db, const std::string& account,
-                     const std::string& amount, const std::string& memo);
+                     const std::string& amount, const std::string& memo,
+                     const std::string& reference = {});
+// `reference` (deposit, withdraw, transfer): the payment's reference, used once across all
+// accounts (Bank::deposit); none when empty.
 int transfer_command(const std::filesystem::path& db, const std::string& from,
-                     const std::string& to, const std::string& amount, const std::string& memo);
+                     const std::string& to, const std::string& amount, const std::string& memo,
+                     const std::string& reference = {});
 int close_command(const std::filesystem::path& db, const std::string& account);
 // Forgets the owner of a closed account (Bank::forget): the name is erased, balances stay.
 int forget_command(const std::filesystem::path& db, const std::string& account);

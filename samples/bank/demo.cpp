@@ -105,8 +105,17 @@ class HistoryMaker {
 
   void deposit() {
     const Kind& k = pick(kDeposits);
-    bank_.deposit(any_account(), amount(k), k.memo);
+    // A salary comes with the employer's payment reference (SAL-0001, ...): booked once.
+    const bool salary = &k == &kDeposits.front();
+    const std::string reference = salary ? "SAL-" + four_digits(++salaries_) : std::string();
+    bank_.deposit(any_account(), amount(k), k.memo, reference);
+    if (salary && summary_.salary_reference.empty()) summary_.salary_reference = reference;
     ++summary_.deposits;
+  }
+
+  static std::string four_digits(int n) {
+    const std::string digits = std::to_string(n);
+    return std::string(digits.size() < 4 ? 4 - digits.size() : 0, '0') + digits;
   }
 
   void withdraw() {
@@ -148,6 +157,7 @@ class HistoryMaker {
   Bank bank_;
   std::vector<std::string> ids_;
   std::set<Refused::Reason> reasons_seen_;
+  int salaries_ = 0;
   DemoSummary summary_;
 };
 

@@ -34,6 +34,7 @@ struct DemoSummary {
   int reversed = 0;                   // debited, refused by the target, compensated
   int refused = 0;                    // refused before anything was written
   std::vector<std::string> refusals;  // the first refusal of each rule, its message
+  std::string salary_reference;       // the payment reference of the first salary booked
 };
 
 // Steps create_history reports through its callback: one per account and per operation.

@@ -84,6 +84,31 @@ void print_compensation(Bank& bank) {
   }
 }
 
+// A payment delivered twice: the first salary's reference, booked again to another account, is
+// refused (a reference is used once across all accounts, decided by query over its tag).
+void print_reference(Bank& bank, const std::string& reference) {
+  if (reference.empty()) return;
+  const factum::QueryResult used =
+      factum::read_query(bank.store(), factum::Query::tagged({reference_tag(reference)}));
+  if (used.events.empty()) return;
+  const std::string first = account_of(used.events.front().stream_id);
+  const std::vector<AccountRow> rows = bank.accounts();
+  const auto other = std::find_if(rows.begin(), rows.end(), [&](const AccountRow& r) {
+    return r.status == "open" && r.account != first;
+  });
+  if (other == rows.end()) return;
+  std::cout << "\nA payment delivered twice (a payment reference is used once across all "
+               "accounts; tag "
+            << reference_tag(reference) << ", docs/dcb.md):\n  factum-bank deposit "
+            << other->account << " 100 --reference " << reference << ": ";
+  try {
+    bank.deposit(other->account, Money::parse("100"), "salary", reference);
+    std::cout << "accepted (unexpected)\n";
+  } catch (const Refused& refused) {
+    std::cout << "refused: " << refused.what() << "\n";
+  }
+}
+
 // The right to be forgotten: the owner of the first closed account is forgotten (before and
 // after), and forgetting the owner of an open account is refused.
 void print_forget(Bank& bank) {
@@ -129,6 +154,7 @@ int demo_command(const std::filesystem::path& db, const DemoOptions& options, bo
   Bank bank(store);
   print_top(bank);
   print_compensation(bank);
+  print_reference(bank, summary.salary_reference);
   print_forget(bank);
   std::cout << "\nTry next, one at a time: factum-bank --db " << shell_word(db)
             << " accounts / statement ACCOUNT / replay-with-new-logic / forget ACCOUNT / "

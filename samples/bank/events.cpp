@@ -38,6 +38,10 @@ std::optional<std::string> account_of_subject(std::string_view subject) {
   return std::string(subject.substr(kPrefix.size()));
 }
 
+std::string reference_tag(std::string_view reference) {
+  return "payment:" + std::string(reference);
+}
+
 std::string stream_of(std::string_view account_id) { return "account-" + std::string(account_id); }
 
 std::string account_of(std::string_view stream_id) {

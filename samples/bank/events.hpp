@@ -174,6 +174,10 @@ std::vector<std::string> event_type_names();
 factum::Timestamp event_time(const BankEvent& event);
 
 // The stream of account `id`: "account-<id>".
+// The tag (factum/eventstore/tags.hpp) of a payment reference: "payment:INV-2024-0042". A
+// reference is used once across all accounts, checked by query over this tag (Bank, docs/dcb.md).
+// A reference is an id of the payment, never free text about a person (tags are not erasable).
+std::string reference_tag(std::string_view reference);
 std::string stream_of(std::string_view account_id);
 // The account id of stream "account-<id>".
 std::string account_of(std::string_view stream_id);

@@ -19,7 +19,7 @@ namespace {
 struct Args {
   std::string db = "bank.db";
   std::string kek;
-  std::string account, owner, to, amount, memo, limit = "0";
+  std::string account, owner, to, amount, memo, reference, limit = "0";
   std::size_t last = 0, top = 10;
   bool fresh = false, rebuild = false;
   bank::DemoOptions demo;
@@ -44,11 +44,12 @@ void add_money_commands(CLI::App& app, Args& a) {
   open->add_option("OWNER", a.owner, "the owner's name")->required();
   open->add_option("--limit", a.limit, "the overdraft limit, e.g. 500.00")->capture_default_str();
   auto* deposit = command(app, "deposit", "put money into an account", a, [&a] {
-    return bank::deposit_command(a.db, a.account, a.amount, a.memo.empty() ? "deposit" : a.memo);
+    return bank::deposit_command(a.db, a.account, a.amount, a.memo.empty() ? "deposit" : a.memo,
+                                 a.reference);
   });
   auto* withdraw = command(app, "withdraw", "take money out of an account", a, [&a] {
-    return bank::withdraw_command(a.db, a.account, a.amount,
-                                  a.memo.empty() ? "withdrawal" : a.memo);
+    return bank::withdraw_command(a.db, a.account, a.amount, a.memo.empty() ? "withdrawal" : a.memo,
+                                  a.reference);
   });
   for (CLI::App* sub : {deposit, withdraw}) {
     account_arg(sub, a);
@@ -57,12 +58,16 @@ void add_money_commands(CLI::App& app, Args& a) {
   }
   auto* transfer = command(app, "transfer", "move money between accounts", a, [&a] {
     return bank::transfer_command(a.db, a.account, a.to, a.amount,
-                                  a.memo.empty() ? "transfer" : a.memo);
+                                  a.memo.empty() ? "transfer" : a.memo, a.reference);
   });
   transfer->add_option("FROM", a.account, "the account to debit")->required();
   transfer->add_option("TO", a.to, "the account to credit")->required();
   transfer->add_option("AMOUNT", a.amount, "the amount, e.g. 100 or 100.50")->required();
   transfer->add_option("--memo", a.memo, "what it is for");
+  for (CLI::App* sub : {deposit, withdraw, transfer}) {
+    sub->add_option("--reference", a.reference,
+                    "the payment's reference, used once across all accounts (e.g. INV-2024-0042)");
+  }
   account_arg(command(app, "close", "close an account (its balance must be zero)", a,
                       [&a] { return bank::close_command(a.db, a.account); }),
               a);

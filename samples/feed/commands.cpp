@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <ostream>
 
 #include <key_file.hpp>
@@ -104,6 +105,31 @@ void print_demo_summary(std::ostream& out, const DemoSummary& s, const DemoOptio
       << " logged late) over " << o.days << " days up to " << format_time(o.end)
       << " UTC: " << store.head_position() << " events in "
       << factum::shown_location(store.path().string()) << ", in " << elapsed << " s.\n\n";
+}
+
+// The rules that span streams, decided by query over tags (docs/dcb.md): a handle taken
+// again and a post liked again by the same user are refused, and nothing is written.
+void show_refused(const CommandContext& ctx, FeedService& feed, const DemoSummary& s) {
+  const factum::Position head = feed.store().head_position();
+  *ctx.out << "Rules across streams, decided by query over tags (docs/dcb.md):\n";
+  auto attempt = [&](const std::string& command, const std::function<void()>& run) {
+    try {
+      run();
+      *ctx.out << "  factum-feed " << command << ": accepted (unexpected)\n";
+    } catch (const FeedError& e) {
+      *ctx.out << "  factum-feed " << command << ": refused: " << e.what() << "\n";
+    }
+  };
+  attempt("join alice", [&] { feed.join("alice", event_time(ctx)); });
+  if (!s.last_liker.empty()) {
+    attempt("like " + s.last_liker + " " + std::to_string(s.last_liked),
+            [&] { feed.like(s.last_liker, s.last_liked, event_time(ctx)); });
+  }
+  const factum::Position after = feed.store().head_position();
+  *ctx.out << "  (tags handle:<user> and like:<user>:<post>; "
+           << (after == head ? "nothing written: the log still ends at position "
+                             : "written meanwhile: the log now ends at position ")
+           << after << ")\n\n";
 }
 
 // The demo's last part: `user` (the author of the newest post in alice's feed) asks to be
@@ -214,6 +240,7 @@ void run_demo(const CommandContext& ctx, DemoOptions options, bool fresh) {
   const FeedPage alice = feed.feed_page("alice", 8);
   *ctx.out << render_feed("alice", alice.items, alice.total) << "\n"
            << render_stats(compute_stats(store, feed.registry())) << "\n";
+  show_refused(ctx, feed, runner.summary());
   if (!alice.items.empty()) show_forget(ctx, feed, alice.items.front().author);
   *ctx.out << "Try: factum-feed feed alice · factum-feed post alice \"hello\" · "
               "factum-feed like bob 1 · factum-feed stats · factum-feed forget USER\n";

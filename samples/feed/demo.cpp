@@ -352,6 +352,8 @@ void DemoRunner::run(const Action& a) {
     case Action::Kind::like:
       feed_.like(a.user, posts_.at(a.post), a.at);
       ++summary_.likes;
+      summary_.last_liker = a.user;
+      summary_.last_liked = posts_.at(a.post);
       if (a.arrival > a.at) ++summary_.delayed;
       break;
   }

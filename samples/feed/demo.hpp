@@ -45,6 +45,8 @@ std::vector<Action> plan_demo(const DemoOptions& options);
 struct DemoSummary {
   std::size_t users = 0, follows = 0, unfollows = 0, posts = 0, likes = 0;
   std::size_t delayed = 0;  // likes logged later than they happened
+  std::string last_liker;   // the last like run: who liked which post
+  PostId last_liked = 0;
 };
 
 class DemoRunner {

@@ -41,4 +41,12 @@ std::string user_stream(std::string_view user) { return "user-" + std::string(us
 
 std::string post_stream(PostId post) { return "post-" + std::to_string(post); }
 
+std::string handle_tag(std::string_view user) { return "handle:" + std::string(user); }
+
+std::string post_tag(PostId post) { return "post:" + std::to_string(post); }
+
+std::string like_tag(std::string_view user, PostId post) {
+  return "like:" + std::string(user) + ":" + std::to_string(post);
+}
+
 }  // namespace feed

@@ -4,7 +4,7 @@
 // `feed stats` read it, not the time the store recorded the event.
 //
 // Streams: user-<name> holds UserJoined, Followed and Unfollowed (the follower's stream);
-// post-<id> holds Posted and Liked.
+// post-<id> holds Posted and Liked. Tags: see handle_tag, post_tag and like_tag.
 //
 // Personal data (docs/erasure.md): a user's display name and the texts of their posts
 // are factum::Personal values of the user's subject, "user:<name>" (subject_of), encrypted
@@ -161,5 +161,13 @@ const std::string& actor_of(const FeedEvent& event);
 // Stream ids: "user-alice", "post-17".
 std::string user_stream(std::string_view user);
 std::string post_stream(PostId post);
+
+// Tags (factum/eventstore/tags.hpp) of the rules that span streams, checked by query
+// (docs/dcb.md): UserJoined carries "handle:alice" (a handle is taken once), Posted
+// "post:17", Liked "like:bob:17" (a user likes a post once). Handles and post ids are ids,
+// not personal data: tags, like stream ids, are never erased.
+std::string handle_tag(std::string_view user);
+std::string post_tag(PostId post);
+std::string like_tag(std::string_view user, PostId post);
 
 }  // namespace feed

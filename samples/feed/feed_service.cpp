@@ -2,6 +2,10 @@
 // (SQL on the read models).
 #include "feed_service.hpp"
 
+#include <factum/eventstore/decision.hpp>
+#include <factum/eventstore/query.hpp>
+#include <factum/eventstore/tags.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -80,13 +84,28 @@ void FeedService::join(const std::string& user, factum::Timestamp at,
                        const std::optional<std::string>& display_name) {
   check_user_name(user);
   if (display_name) check_display_name(*display_name);
-  users_.execute(
-      user,
-      [&](User& u) {
-        u.join(at, display_name);  // throws FeedError: nothing written, projections not started
-        start_projections();       // about to write: the read models must see it
-      },
-      {}, acting(user));
+  const std::string taken = "user '" + user + "' exists already";
+  // A handle is taken once: decide over the events tagged handle:<user>, append on the
+  // condition that none came meanwhile (docs/dcb.md). user_exists covers a handle taken before
+  // the feed tagged its events (no tag to find), and the expected version no_stream a join of
+  // such an older program racing this one.
+  try {
+    factum::decide(store_, factum::Query::tagged({handle_tag(user)}),
+                   [&](const factum::QueryResult& seen) {
+                     if (!seen.events.empty() || user_exists(user)) throw FeedError(taken);
+                     start_projections();  // about to write: the read models must see it
+                     factum::Metadata metadata = acting(user);
+                     factum::set_tags(metadata, {handle_tag(user)});
+                     const UserText name =
+                         display_name ? UserText::of(subject_of(user), *display_name) : UserText{};
+                     return std::vector<factum::StreamAppend>{
+                         {user_stream(user),
+                          factum::ExpectedVersion::no_stream(),
+                          {registry_.encode(UserJoined{user, name, at}, std::move(metadata))}}};
+                   });
+  } catch (const factum::ConcurrencyError&) {
+    throw FeedError(taken);
+  }
 }
 
 PostId FeedService::post(const std::string& author, const std::string& text, factum::Timestamp at) {
@@ -102,8 +121,10 @@ PostId FeedService::post(const std::string& author, const std::string& text, fac
     Post p = posts_.load(std::to_string(id));
     if (p.exists()) continue;
     p.create(id, author, text, at);
+    factum::Metadata metadata = acting(author);
+    factum::set_tags(metadata, {post_tag(id)});  // its likes are checked by query (like)
     try {
-      posts_.save(p, acting(author));
+      posts_.save(p, metadata);
       return id;
     } catch (const factum::ConcurrencyError&) {
     }
@@ -113,14 +134,39 @@ PostId FeedService::post(const std::string& author, const std::string& text, fac
 
 std::size_t FeedService::like(const std::string& user, PostId post, factum::Timestamp at) {
   require_user(user);
-  const Post p = posts_.execute(
-      std::to_string(post),
-      [&](Post& x) {
-        x.like(user, at);
-        start_projections();
-      },
-      {}, acting(user));
-  return p.likes();
+  const std::string stream = post_stream(post);
+  const std::optional<factum::RecordedEvent> posted = first_event(stream);
+  if (!posted) throw FeedError("unknown post #" + std::to_string(post));
+  // A post written before the feed tagged its events may have likes without the like tag:
+  // those are looked for in its stream (the only ones: the post of a newer feed has a tag).
+  const bool untagged = factum::tags_of(posted->metadata).empty();
+  const std::string tag = like_tag(user, post);
+  factum::decide(store_, factum::Query::tagged({tag}), [&](const factum::QueryResult& seen) {
+    if (!seen.events.empty() || (untagged && liked_untagged(stream, user))) {
+      throw FeedError("'" + user + "' already likes post #" + std::to_string(post));
+    }
+    start_projections();
+    factum::Metadata metadata = acting(user);
+    factum::set_tags(metadata, {tag});
+    return std::vector<factum::StreamAppend>{
+        {stream,
+         factum::ExpectedVersion::stream_exists(),
+         {registry_.encode(Liked{post, user, at}, std::move(metadata))}}};
+  });
+  // The posts read model took the like in the append's transaction (inline projection).
+  return static_cast<std::size_t>(count("SELECT likes FROM posts WHERE post = ?1", {post}));
+}
+
+std::optional<factum::RecordedEvent> FeedService::first_event(const std::string& stream) const {
+  for (const factum::RecordedEvent& e : store_.read_stream(stream, 1)) return e;
+  return std::nullopt;
+}
+
+bool FeedService::liked_untagged(const std::string& stream, const std::string& user) const {
+  for (const factum::RecordedEvent& e : store_.read_stream(stream, 2)) {
+    if (e.type == Liked::event_type && registry_.decode<Liked>(e).by == user) return true;
+  }
+  return false;
 }
 
 void FeedService::follow(const std::string& user, const std::string& other, factum::Timestamp at) {

@@ -18,8 +18,11 @@
 // the file when they start, are started only once a command has passed its checks, just before
 // its append, or by a query whose read models are behind the log. They run inline, so a query
 // sees a command's effect as soon as the command returns. Concurrent writers (threads, processes)
-// are safe: each append carries the aggregate's expected version and conflicting commands are
-// retried.
+// are safe: follows and posts carry the aggregate's expected version and conflicting commands
+// are retried; the two rules that span streams — a handle is taken once, a user likes a post
+// once — are decided by query over tags (handle_tag, like_tag in events.hpp) and appended on
+// the condition that no matching event came meanwhile (factum::decide, docs/dcb.md): of racing
+// joins of one handle, or likes of one post by one user, exactly one lands.
 //
 // Thread-safety: a FeedService may be shared between threads. The store must outlive it.
 #pragma once
@@ -92,14 +95,17 @@ class FeedService {
   FeedService& operator=(const FeedService&) = delete;
 
   // Commands. `at` is the event time stored in the event. All throw FeedError on refusal.
-  // A new user: the name must be well-formed and free; `display_name`, when given, is personal
-  // data of the user (check_display_name).
+  // A new user: the name must be well-formed and free (no event tagged handle:<user>, and, for
+  // stores older than the tags, no stream user-<user>); `display_name`, when given, is personal
+  // data of the user (check_display_name). Refused: "user 'alice' exists already".
   void join(const std::string& user, factum::Timestamp at,
             const std::optional<std::string>& display_name = std::nullopt);
   // A new post by `author` with the next free id, fanned out to the author's followers.
   // Refused for a forgotten author.
   PostId post(const std::string& author, const std::string& text, factum::Timestamp at);
-  // `user` likes `post` (once). Returns the post's number of likes afterwards.
+  // `user` likes `post` (once: no event tagged like:<user>:<post>; for a post written before
+  // the tags, no untagged like of `user` in its stream). Refused: "'bob' already likes post #1".
+  // Returns the post's number of likes afterwards (from the posts read model).
   std::size_t like(const std::string& user, PostId post, factum::Timestamp at);
   // `user` follows / stops following `other`.
   void follow(const std::string& user, const std::string& other, factum::Timestamp at);
@@ -139,6 +145,11 @@ class FeedService {
 
  private:
   void require_user(const std::string& user) const;
+  // The stream's first event (a post's Posted); nullopt for an unknown stream.
+  std::optional<factum::RecordedEvent> first_event(const std::string& stream) const;
+  // Whether the post stream holds a like by `user` (read the way the feed checked likes
+  // before it tagged them: for posts of that time).
+  bool liked_untagged(const std::string& stream, const std::string& user) const;
   PostId next_post_id() const;
   std::int64_t count(const std::string& sql, std::initializer_list<factum::SqlValue> params) const;
   static std::vector<PostView> feed_in(factum::Sql& sql, const std::string& user,

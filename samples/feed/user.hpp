@@ -1,14 +1,14 @@
-// samples/feed/user.hpp — the User aggregate (stream user-<name>): joining, and whom the
-// user follows. Its rules: a name joins once; a user cannot follow themself, follow someone
-// twice, or unfollow someone they do not follow. Whether the other user exists is the
-// caller's check (FeedService), since it is another aggregate.
+// samples/feed/user.hpp — the User aggregate (stream user-<name>): whom the user follows.
+// Its rules: a user cannot follow themself, follow someone twice, or unfollow someone they do
+// not follow. Whether the other user exists is the caller's check (FeedService), since it is
+// another aggregate; so is "a handle is taken once", checked by query over the tag handle:<name>
+// (FeedService::join, docs/dcb.md), not by this aggregate.
 //
 // Thread-safety: a plain value used by one thread at a time.
 #pragma once
 
 #include <factum/aggregates/aggregate.hpp>
 
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,14 +25,6 @@ class User : public factum::Aggregate<User, UserJoined, Followed, Unfollowed> {
   bool joined() const noexcept { return joined_; }
   bool follows(const std::string& other) const { return following_.contains(other); }
   const std::set<std::string>& following() const noexcept { return following_; }
-
-  // Throws FeedError when the name has joined already. `display_name`, when given, is personal
-  // data of the user's subject (events.hpp).
-  void join(factum::Timestamp at, const std::optional<std::string>& display_name = std::nullopt) {
-    if (joined_) throw FeedError("user '" + id() + "' exists already");
-    raise(UserJoined{
-        id(), display_name ? UserText::of(subject_of(id()), *display_name) : UserText{}, at});
-  }
 
   // Throws FeedError for an unknown user, oneself, or someone followed already.
   void follow(const std::string& other, factum::Timestamp at) {

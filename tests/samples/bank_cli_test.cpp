@@ -201,6 +201,10 @@ TEST_CASE("demo makes a history, ends with the audit's verdict, and never mixes 
   CHECK(contains(out, "20 accounts opened"));
   CHECK(contains(out, "Top balances"));
   CHECK(contains(out, "Statement of "));
+  // A salary's payment reference booked again to another account (a rule across accounts).
+  CHECK(contains(out,
+                 " --reference SAL-0001: refused: payment reference SAL-0001 was used "
+                 "already, by account acc-"));
   const std::string last = out.substr(out.rfind('\n', out.size() - 2) + 1);
   CHECK_MESSAGE(last.rfind("audit: OK — ", 0) == 0, last);
   const std::string before = slurp(f.db());

@@ -79,6 +79,7 @@ TEST_CASE("factum-bank --db URI demo: a year of history on the server, and the a
   const std::string out = f.ok(keyed(uri, {"demo", "--accounts", "20", "--operations", "300"}));
   CHECK(contains(out, "20 accounts opened"));
   CHECK(contains(out, "Top balances"));
+  CHECK(contains(out, "refused: payment reference SAL-0001 was used already, by account acc-"));
   const std::string last = last_line(out);
   CHECK_MESSAGE(last.rfind("audit: OK — ", 0) == 0, last);
   CHECK(contains(out, "Try next, one at a time: factum-bank --db '" + uri + "'"));
@@ -155,6 +156,7 @@ TEST_CASE("factum-feed --db URI demo, then feeds and stats on the server") {
   CHECK(column_type(uri, "feeds__g1", "at") == "bigint");
   CHECK(contains(out, "Right to be forgotten: factum-feed forget "));
   CHECK(contains(out, "Hash chain after the forget: intact"));
+  CHECK(contains(out, "factum-feed join alice: refused: user 'alice' exists already"));
   CHECK_FALSE(f.ok(keyed(uri, {"feed", "alice"})).empty());
   CHECK_FALSE(f.ok(keyed(uri, {"stats"})).empty());
   f.ok(keyed(uri, {"join", "zoe"}));
