@@ -34,7 +34,8 @@
 // Thread-safety: the handler runs on the subscription's thread, one call at a time. The other
 // members may be called from any thread; stop() and the destructor may also be called from
 // inside the handler (the thread then ends after the handler returns). The EventStore must
-// outlive the subscription.
+// outlive the subscription. SubscriptionFilter and SubscriptionOptions are values: the
+// subscription keeps its own copy (a query included), so the caller's may change or go.
 #pragma once
 
 #include <chrono>
