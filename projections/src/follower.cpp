@@ -13,7 +13,14 @@ namespace {
 constexpr std::size_t kScanFactor = 8;
 
 void check(const SubscriptionFilter& f) {
-  if (f.kind != SubscriptionFilter::Kind::all && f.key.empty()) {
+  if (f.kind == SubscriptionFilter::Kind::query) {
+    validate_query(f.matching);
+  } else if (!f.matching.items.empty()) {
+    throw InvalidArgument("factum: a subscription filter names a query but is not of kind query");
+  }
+  const bool named =
+      f.kind == SubscriptionFilter::Kind::category || f.kind == SubscriptionFilter::Kind::stream;
+  if (named && f.key.empty()) {
     throw InvalidArgument("factum: a category or stream subscription needs a name");
   }
   if (f.partitions == 0 || f.partition >= f.partitions) {
@@ -24,9 +31,16 @@ void check(const SubscriptionFilter& f) {
 
 }  // namespace
 
-LogFollower::LogFollower(const EventStore& store, SubscriptionFilter filter, Position after)
-    : store_(store), filter_(std::move(filter)), position_(after) {
+LogFollower::LogFollower(const EventStore& store, SubscriptionFilter filter, Position after,
+                         std::string also_stream)
+    : store_(store),
+      filter_(std::move(filter)),
+      position_(after),
+      also_stream_(std::move(also_stream)) {
   check(filter_);
+  if (!also_stream_.empty() && filter_.kind != SubscriptionFilter::Kind::query) {
+    throw InvalidArgument("factum: a follower reads a second stream only with a query");
+  }
 }
 
 void LogFollower::restart(Position after) {
@@ -34,6 +48,10 @@ void LogFollower::restart(Position after) {
   range_.reset();
   position_ = after;
   next_version_ = 1;
+  if (after < also_position_) {  // back: the second stream is read again from its start
+    also_version_ = 1;
+    also_position_ = 0;
+  }
 }
 
 EventRange LogFollower::open_range() const {
@@ -43,12 +61,14 @@ EventRange LogFollower::open_range() const {
     case SubscriptionFilter::Kind::stream:
       return store_.read_stream(filter_.key, next_version_);
     case SubscriptionFilter::Kind::all:
+    case SubscriptionFilter::Kind::query:  // never: next_by_query reads without a range
       break;
   }
   return store_.read_all(position_ + 1);
 }
 
 bool LogFollower::next(std::vector<RecordedEvent>& batch, std::size_t limit) {
+  if (filter_.kind == SubscriptionFilter::Kind::query) return next_by_query(batch, limit);
   if (!range_) {
     range_.emplace(open_range());
     it_.emplace(range_->begin());

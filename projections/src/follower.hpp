@@ -23,8 +23,14 @@ namespace factum::detail {
 // Not thread-safe: one follower per reading thread.
 class LogFollower {
  public:
-  // Reads events with position > after. Throws InvalidArgument for a bad filter.
-  LogFollower(const EventStore& store, SubscriptionFilter filter, Position after);
+  // Reads events with position > after. A query filter (Kind::query) reads through
+  // visit_query; with `also_stream`, it also reads every event of that stream (by version,
+  // through the stream's index; the filter's types and partitions do not apply to them) and
+  // merges both by position: projections following a query are told of forgotten subjects
+  // (kSubjectsStream). Throws InvalidArgument for a bad filter, or `also_stream` with a filter
+  // that is not a query.
+  LogFollower(const EventStore& store, SubscriptionFilter filter, Position after,
+              std::string also_stream = {});
 
   // Appends to `batch` up to `limit` matching events after position(), advancing position()
   // past every event read (matching or not). Returns true when it reached the end of the log
@@ -36,11 +42,17 @@ class LogFollower {
 
  private:
   EventRange open_range() const;
+  bool next_by_query(std::vector<RecordedEvent>& batch, std::size_t limit);
+  Position merge_also(std::vector<RecordedEvent>& batch, std::size_t first, Position end,
+                      std::size_t room, bool& cut);
 
   const EventStore& store_;
   SubscriptionFilter filter_;
   Position position_;
   StreamVersion next_version_ = 1;  // stream filters read by version
+  std::string also_stream_;         // query filters: also this stream's events
+  StreamVersion also_version_ = 1;  // its next version to read: the first after also_position_
+  Position also_position_ = 0;      // its events up to here were read (<= position_)
   std::optional<EventRange> range_;
   std::optional<EventRange::iterator> it_;
 };

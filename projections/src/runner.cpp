@@ -22,10 +22,25 @@ void check_name(const std::string& name) {
 }
 
 // The types the projection asked for and the facts of forgotten subjects, which every
-// projection is told of (Projection::forget); every event when it asked for all.
-SubscriptionFilter filter_for(std::vector<std::string> types) {
+// projection is told of (Projection::forget); every event when it asked for all. A query is read
+// by query, and the forgotten subjects' stream beside it (follower_for).
+SubscriptionFilter filter_for(std::vector<std::string> types, const std::optional<Query>& query,
+                              const std::string& name) {
+  if (query) {
+    if (!types.empty()) {
+      throw InvalidArgument("factum: projection '" + name +
+                            "' names both event types and a query: name the types in the query");
+    }
+    return SubscriptionFilter::query(*query);
+  }
   if (!types.empty()) types.emplace_back(kSubjectForgottenType);
   return SubscriptionFilter::all().with_types(types);
+}
+
+LogFollower follower_for(const EventStore& store, const std::vector<std::string>& types,
+                         const std::optional<Query>& query, const std::string& name) {
+  return LogFollower(store, filter_for(types, query, name), 0,
+                     query ? std::string(kSubjectsStream) : std::string());
 }
 
 bool is_forget_fact(const RecordedEvent& e) {
@@ -83,8 +98,9 @@ ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection
       name_(projection_->name()),
       version_(projection_->version()),
       types_(projection_->event_types()),
-      follower_(store, filter_for(types_), 0),
-      rebuild_follower_(store, filter_for(types_), 0),
+      query_(projection_->query()),
+      follower_(follower_for(store, types_, query_, name_)),
+      rebuild_follower_(follower_for(store, types_, query_, name_)),
       inline_through_(std::make_shared<std::atomic<Position>>(0)),
       wakeup_(std::make_unique<Wakeup>(store, options.poll_interval,
                                        options.mode == ProjectionMode::inline_append
@@ -103,8 +119,13 @@ ProjectionRunner::ProjectionRunner(EventStore& store, std::shared_ptr<Projection
 ProjectionRunner::~ProjectionRunner() { stop(); }
 
 bool ProjectionRunner::wants(const RecordedEvent& e) const {
-  return types_.empty() || std::find(types_.begin(), types_.end(), e.type) != types_.end() ||
-         is_forget_fact(e);
+  return applies(e) || is_forget_fact(e);
+}
+
+// Whether apply() wants `e` (forget() is told of every forget fact besides).
+bool ProjectionRunner::applies(const RecordedEvent& e) const {
+  if (query_) return factum::matches(*query_, e);
+  return types_.empty() || std::find(types_.begin(), types_.end(), e.type) != types_.end();
 }
 
 void ProjectionRunner::deliver(const RecordedEvent& e, ProjectionContext& ctx) {
@@ -112,9 +133,7 @@ void ProjectionRunner::deliver(const RecordedEvent& e, ProjectionContext& ctx) {
     if (const std::optional<std::string> subject = forgotten_subject(e)) {
       projection_->forget(*subject, ctx);
     }
-    if (!types_.empty() && std::find(types_.begin(), types_.end(), e.type) == types_.end()) {
-      return;
-    }
+    if (!applies(e)) return;
   }
   projection_->apply(e, ctx);
 }

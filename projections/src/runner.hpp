@@ -195,8 +195,9 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
                          Position end, ProjectionRow& row);
   void swap_in(Sql& sql, ProjectionRow& row, Position at);
   bool wants(const RecordedEvent& e) const;
+  bool applies(const RecordedEvent& e) const;
   // Hands `e` to the projection: forget() for a factum.SubjectForgotten fact, then apply()
-  // when its types take it.
+  // when its types (or its query) take it.
   void deliver(const RecordedEvent& e, ProjectionContext& ctx);
   bool external() const noexcept { return options_.target == ProjectionTarget::external; }
   bool is_rebuilding(const ProjectionRow& row) const noexcept {
@@ -211,6 +212,7 @@ class ProjectionRunner : public std::enable_shared_from_this<ProjectionRunner> {
   const std::string name_;
   const std::uint32_t version_;
   const std::vector<std::string> types_;
+  const std::optional<Query> query_;  // Projection::query(): read and applied instead of types_
 
   // The thread's own.
   LogFollower follower_;

@@ -24,6 +24,13 @@ SubscriptionFilter SubscriptionFilter::stream(std::string stream) {
   return f;
 }
 
+SubscriptionFilter SubscriptionFilter::query(Query query) {
+  SubscriptionFilter f;
+  f.kind = Kind::query;
+  f.matching = std::move(query);
+  return f;
+}
+
 SubscriptionFilter SubscriptionFilter::with_types(std::vector<std::string> event_types) && {
   types = std::move(event_types);
   return std::move(*this);

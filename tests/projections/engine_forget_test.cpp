@@ -6,10 +6,12 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine_support.hpp"
 #include "factum/eventstore/personal.hpp"
+#include "factum/eventstore/query.hpp"
 
 using namespace factum;
 using namespace factum::test;
@@ -127,4 +129,45 @@ TEST_CASE("an inline projection purges in the forget's own transaction") {
   CHECK(names(f.store) == std::vector<std::string>{"Ann", "Bob"});
   f.store.forget("user:2");
   CHECK(names(f.store) == std::vector<std::string>{"Ann"});  // when forget returns
+}
+
+namespace {
+
+// Names following a query (a types-only item) instead of event types: the forget facts are not
+// in the query, and still reach forget().
+class QueryNames : public Names {
+ public:
+  using Names::Names;
+  std::vector<std::string> event_types() const override { return {}; }
+  std::optional<Query> query() const override { return Query::of({"test.Joined"}); }
+};
+
+}  // namespace
+
+TEST_CASE("a projection following a query is told of forgotten subjects, async and rebuilt") {
+  Fixture f;
+  f.join("1", "Ann");
+  f.join("2", "Bob");
+  f.store.append("other-1", ExpectedVersion::any(), make_event("test.Other"));
+  ForgetResult r;
+  {
+    ProjectionEngine engine(f.store);
+    auto v1 = std::make_shared<QueryNames>(f.registry, 1);
+    engine.add(v1, {.batch_size = 1});
+    REQUIRE(engine.wait_for("names", f.store.head_position(), kWait));
+    CHECK(names(f.store) == std::vector<std::string>{"Ann", "Bob"});
+    r = f.store.forget("user:1");
+    f.join("3", "Cy");
+    REQUIRE(engine.wait_for("names", f.store.head_position(), kWait));
+    CHECK(names(f.store) == std::vector<std::string>{"Bob", "Cy"});
+    CHECK(v1->forgotten == 1);
+    CHECK(v1->applied == 3);  // the fact and test.Other are not in its query
+  }
+  ProjectionEngine engine(f.store);
+  auto v2 = std::make_shared<QueryNames>(f.registry, 2);
+  engine.add(v2);
+  REQUIRE(engine.wait_for("names", f.store.head_position(), kWait));
+  CHECK(names(f.store) == std::vector<std::string>{"Bob", "Cy"});
+  CHECK(v2->forgotten == 1);
+  CHECK(v2->applied == 3);
 }

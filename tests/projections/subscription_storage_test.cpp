@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "factum/eventstore/query.hpp"
+#include "factum/eventstore/tags.hpp"
 #include "support/eventually.hpp"
 #include "support/fault_vfs.hpp"
 #include "support/temp_dir.hpp"
@@ -148,6 +150,54 @@ TEST_CASE("storage failures while catching up with a checkpoint neither lose nor
     CHECK(seen.exactly_one_to(100));
     faults.clear();
     CHECK(CheckpointStore(t.store).load("sub") == 100);
+  }
+}
+
+TEST_CASE("a query subscription retries after storage errors and delivers each match once") {
+  for (const int skip : {0, 1, 2, 5, 13}) {
+    CAPTURE(skip);
+    FaultInjection faults;
+    TempStore t;
+    const Query tagged_even = Query::tagged({"even"});
+    const auto append_tagged = [&](int first, int n) {
+      for (int i = first; i < first + n; ++i) {
+        EventData e = make_event();
+        if (i % 2 == 0) set_tags(e.metadata, {"even"});
+        t.store.append("s-" + std::to_string(i % 3), ExpectedVersion::any(), e);
+      }
+    };
+    append_tagged(0, 60);
+    std::mutex mu;
+    std::vector<Position> seen;
+    faults.fail_locks(skip + 1, 3);
+    try {
+      Subscription sub(t.store,
+                       {.filter = SubscriptionFilter::query(tagged_even),
+                        .checkpoint = "sub",
+                        .batch_size = 4,
+                        .poll_interval = 10ms},
+                       [&](const RecordedEvent& e) {
+                         std::lock_guard lock(mu);
+                         seen.push_back(e.position);
+                       });
+      CHECK(sub.wait_for(60, kWait));
+      faults.clear();
+      // Live, then a storage that fails until cleared: retrying, then on after the last event.
+      faults.fail_locks(1, FaultInjection::kForever);
+      CHECK(eventually([&] { return sub.state() == State::retrying; }));
+      faults.clear();
+      append_tagged(60, 20);
+      CHECK(sub.wait_for(80, kWait));
+      CHECK(eventually([&] { return sub.state() == State::live; }));
+      sub.stop();
+    } catch (const StorageError&) {
+      continue;  // the failures hit the constructor (loading the checkpoint): the caller's
+    }
+    std::vector<Position> want;
+    for (Position p = 1; p <= 80; p += 2) want.push_back(p);
+    std::lock_guard lock(mu);
+    CHECK(seen == want);
+    CHECK(CheckpointStore(t.store).load("sub") == 80);
   }
 }
 

@@ -24,7 +24,7 @@
 //
 // Thread-safety: the engine calls reset and apply of one projection from one thread at a time
 // (the projection's thread, or an appending thread for inline projections), never
-// concurrently; name/version/event_types must be constant.
+// concurrently; name/version/event_types/query must be constant.
 #pragma once
 
 #include <chrono>
@@ -37,6 +37,7 @@
 
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_id.hpp"
+#include "factum/eventstore/query.hpp"
 #include "factum/eventstore/sql.hpp"
 
 namespace factum {
@@ -104,6 +105,14 @@ class Projection {
   virtual std::uint32_t version() const = 0;
   // The event types apply wants (empty: every event).
   virtual std::vector<std::string> event_types() const { return {}; }
+  // The events apply wants as a query (DCB, query.hpp): when it has a value, apply gets exactly
+  // the events it matches, in position order, read as SubscriptionFilter::query reads them (an
+  // item with tags through the tag index), and event_types() must be empty; the checkpoint
+  // still moves over the events it does not match, and rebuilds, exactly-once updates, inline
+  // mode and forget() work as without it. Like the version, it must be constant: change it
+  // with a new version() (the read model is rebuilt). add() throws InvalidArgument for an
+  // invalid query (validate_query) or one given with event types. Default: none.
+  virtual std::optional<Query> query() const { return std::nullopt; }
   // Creates an empty read model for ctx.generation() (store target: CREATE TABLE through
   // ctx.table; external target: clear the target). Runs inside the engine's write
   // transaction: it must not call the store's append or write_sql (deadlock).

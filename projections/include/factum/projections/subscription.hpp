@@ -9,8 +9,9 @@
 //
 // Delivery: events are delivered in position order, each once per run, none skipped, with no
 // seam between history and live events: the subscription always reads the log itself (a
-// notification only wakes it), so there is no live buffer to merge. It holds at most
-// batch_size events at a time however far behind it falls. With a checkpoint, delivery across
+// notification only wakes it), so there is no live buffer to merge. This holds for every kind of
+// filter, a query's (SubscriptionFilter::query: read through the tag index) included. It holds at
+// most batch_size events at a time however far behind it falls. With a checkpoint, delivery across
 // restarts is at least once: the checkpoint is saved after each batch, so a crash between a
 // handler call and the save delivers that batch again (use RecordedEvent::position or id as an
 // idempotency key). Wake-ups: this process's commits through on_appended at once; other
@@ -33,7 +34,8 @@
 // Thread-safety: the handler runs on the subscription's thread, one call at a time. The other
 // members may be called from any thread; stop() and the destructor may also be called from
 // inside the handler (the thread then ends after the handler returns). The EventStore must
-// outlive the subscription.
+// outlive the subscription. SubscriptionFilter and SubscriptionOptions are values: the
+// subscription keeps its own copy (a query included), so the caller's may change or go.
 #pragma once
 
 #include <chrono>
@@ -49,14 +51,16 @@
 
 #include "factum/eventstore/event.hpp"
 #include "factum/eventstore/event_store.hpp"
+#include "factum/eventstore/query.hpp"
 
 namespace factum {
 
 // Which events a subscription delivers.
 struct SubscriptionFilter {
-  enum class Kind { all, category, stream };
+  enum class Kind { all, category, stream, query };
   Kind kind = Kind::all;
-  std::string key{};                 // the category or the stream id
+  std::string key{};                 // the category or the stream id (unused by all and query)
+  Query matching{};                  // Kind::query: deliver the events it matches (query.hpp)
   std::vector<std::string> types{};  // only these event types (empty: every type)
   std::uint32_t partitions = 1;      // consumer groups: deliver only streams whose
   std::uint32_t partition = 0;       // stable_hash(stream id) % partitions == partition
@@ -64,6 +68,17 @@ struct SubscriptionFilter {
   static SubscriptionFilter all() { return {}; }
   static SubscriptionFilter category(std::string category);
   static SubscriptionFilter stream(std::string stream);
+  // The events `query` matches (DCB, docs/dcb.md), read as visit_query reads them: an item with
+  // tags through the tag index (its first tag's rows after the position), an item without tags
+  // by a scan of the log after the position, filtered by type in SQL (name a tag where speed
+  // matters). A query without items matches nothing (the position still follows the log).
+  // position() moves to the position each read saw the log up to: events the query does not
+  // match count as handled, so checkpoints and wait_for(head) work as for the other kinds.
+  // with_types and partitions further restrict what is delivered; partitions still split by
+  // stream id (an event goes to the member of its stream), so a consumer group of a query
+  // delivers each matching event to exactly one member. The query is validated when the
+  // subscription starts (InvalidArgument, as validate_query).
+  static SubscriptionFilter query(Query query);
   // Also restricts to these event types.
   SubscriptionFilter with_types(std::vector<std::string> event_types) &&;
   // True when `e` passes the type and partition parts of the filter (the kind is the read).
@@ -98,7 +113,9 @@ class Subscription {
   using Handler = std::function<void(const RecordedEvent&)>;
   using BatchHandler = std::function<void(std::span<const RecordedEvent>)>;
 
-  // Starts at once. Throws InvalidArgument (empty handler, batch_size 0, bad filter),
+  // Starts at once. Throws InvalidArgument (empty handler, batch_size 0, bad filter: a category
+  // or stream without a name, a partition not below the count, an invalid query, a query given
+  // to a kind other than query),
   // StorageError (loading the checkpoint, opening the watcher).
   Subscription(EventStore& store, SubscriptionOptions options, Handler handler);
   // A batch at a time: `handler` gets up to batch_size events in position order.
