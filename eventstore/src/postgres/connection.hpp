@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -186,6 +187,14 @@ class PgConn {
     if (ok() && in_transaction()) libpq().PQclear(libpq().PQexec(conn_, "ROLLBACK"));
   }
 
+  // The ids of the streams whose keys this connection has read (a stream's key names one
+  // stream for good: keys come from a sequence and a stream row is never renamed). Bounded:
+  // cleared when it holds kMaxStreamNames, only between pages (views point into it).
+  std::unordered_map<std::int64_t, std::string>& stream_names() {
+    if (stream_names_.size() >= kMaxStreamNames) stream_names_.clear();
+    return stream_names_;
+  }
+
   // The name of the statement prepared (or to be prepared) on this connection for `sql`; empty
   // when the connection holds its limit of prepared statements. `fresh` tells that the caller
   // must prepare it now.
@@ -214,6 +223,8 @@ class PgConn {
   }
 
   static constexpr std::size_t kMaxPrepared = 256;
+  static constexpr std::size_t kMaxStreamNames = 1 << 16;
+  std::unordered_map<std::int64_t, std::string> stream_names_;
   std::shared_ptr<const PgTarget> target_;
   PGconn* conn_ = nullptr;
   std::map<std::string, std::string> prepared_;  // SQL text -> statement name

@@ -16,17 +16,22 @@ namespace factum::detail::pg {
 // One page of `query`'s rows (one statement: one snapshot).
 PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit);
 
+// Names the stream keys of a page of the whole log (kPageAll) that the connection's cache does
+// not know yet, with one statement; returns the cache.
+const StreamNames& name_streams(PgConn& c, const PgResult& page);
+
 // Steps the rows of a page as views, carrying the previous hash along a read of the whole log.
 template <class OnRow>
 PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& on_row) {
   const PgResult r = select_page(c, query, limit);
   const bool carrying = query.kind == PageQuery::Kind::all;
+  const StreamNames* names = carrying ? &name_streams(c, r) : nullptr;
   Position carried = query.carried_position;
   Hash carried_hash = query.carried_hash;
   PageEnd end;
   EventView v;
   for (int i = 0; i < r.rows() && end.rows < limit; ++i) {
-    read_view(r, i, v);
+    read_view(r, i, v, names);
     if (carrying) {
       if (v.position == 1) {
         v.previous_hash = Hash{};

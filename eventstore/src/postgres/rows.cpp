@@ -22,12 +22,18 @@ bool read_id(const PgResult& r, int row, int col, std::optional<EventId>& out) {
   return true;
 }
 
-const char* decode(const PgResult& r, int row, EventView& out) {
+const char* decode(const PgResult& r, int row, EventView& out, const StreamNames* names) {
   std::int64_t v = 0;
   if (!r.int64(row, kPosition, v) || v < 1) return "its position is not a positive integer";
   out.position = static_cast<Position>(v);
   if (r.null(row, kStreamId)) return "its stream id is missing";
-  out.stream_id = r.text(row, kStreamId);
+  if (names != nullptr) {
+    const auto it = r.int64(row, kStreamId, v) ? names->find(v) : names->end();
+    if (it == names->end()) return "its stream key names no stream";
+    out.stream_id = it->second;
+  } else {
+    out.stream_id = r.text(row, kStreamId);
+  }
   if (!r.int64(row, kStreamVersion, v) || v < 1) {
     return "its stream version is not a positive integer";
   }
@@ -69,8 +75,8 @@ const char* decode(const PgResult& r, int row, EventView& out) {
   return nullptr;
 }
 
-void read_view(const PgResult& r, int row, EventView& out) {
-  if (const char* problem = decode(r, row, out)) {
+void read_view(const PgResult& r, int row, EventView& out, const StreamNames* names) {
+  if (const char* problem = decode(r, row, out, names)) {
     std::int64_t at = 0;
     r.int64(row, kPosition, at);
     if (at < 1) {

@@ -32,8 +32,13 @@ std::string select(const char* stream, const char* previous, const std::string& 
 
 }  // namespace
 
+// The stream's key, not its id: the scalar subquery per row that named the stream cost the
+// server 1.6-2.3 us per row against 0.25 us for the row itself (5,120 rows, warm); the reader
+// names the keys from its connection's cache (PgConn::stream_names).
 const std::string kPageAll =
-    select(kStreamIdOfRow, "NULL::bytea", "WHERE e.position >= $1 ORDER BY e.position LIMIT $2");
+    select("e.stream_key", "NULL::bytea", "WHERE e.position >= $1 ORDER BY e.position LIMIT $2");
+const std::string kStreamNames =
+    "SELECT stream_key, stream_id FROM streams WHERE stream_key = ANY ($1::bigint[])";
 const std::string kPageStreamForward =
     select("$1::text", kPreviousHash,
            std::string("WHERE e.stream_key = ") + kKeyOfStream +
@@ -105,6 +110,7 @@ std::vector<PlannedStatement> planned_statements() {
       "NULL",        "NULL", "NULL", "0", "'\\x00'::bytea"};
   return {
       {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
+      {"names of streams", kStreamNames, {"text"}, {"'{7,8}'"}},
       {"page of a stream",
        kPageStreamForward,
        {"text", "bigint", "bigint"},

@@ -41,8 +41,11 @@ inline constexpr const char* kFactumPlanner =
 // id, version, id, type, schema version, payload, correlation, causation, compensates, actor,
 // extra, recorded_at, hash), then the previous event's hash (NULL when not read).
 
-// One page of the whole log: $1 first position, $2 limit.
+// One page of the whole log: $1 first position, $2 limit. Its stream column holds the stream's
+// key (bigint), not its id: the reader names it (kStreamNames, PgConn::stream_names).
 extern const std::string kPageAll;
+// The ids of the streams whose keys $1 lists ('{1,2,...}'): (stream_key, stream_id) rows.
+extern const std::string kStreamNames;
 // One page of a stream: $1 stream id, $2 first (last) version, $3 limit.
 extern const std::string kPageStreamForward;
 extern const std::string kPageStreamBackward;
