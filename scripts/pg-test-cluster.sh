@@ -7,7 +7,8 @@
 #   pg-test-cluster.sh stop DIR    stop it (fast shutdown) and remove its data
 #
 # The cluster: user "factum" (trust authentication, superuser), database "postgres", the unix
-# socket in the cluster's directory, and settings for speed, not durability (fsync off, ...).
+# socket in the cluster's directory, and settings for speed, not durability (fsync off, ...;
+# FACTUM_PG_DURABLE=1 below turns them on).
 # DIR/uri holds postgresql://factum@127.0.0.1:PORT/postgres while the server runs.
 #
 # As root, initdb and postgres run as the user "postgres" (they refuse to run as root), in a
@@ -24,6 +25,9 @@
 # afresh. Starts and stops on one DIR take turns (flock on DIR/lock). FACTUM_PG_TAKE_OVER=1
 # ignores the owner (e.g. to stop by hand a cluster started from another shell).
 #
+#   FACTUM_PG_DURABLE=1  fsync, synchronous_commit and full_page_writes on, as a production
+#                     server has them: for benchmarks (factum_bench --backend postgres), not
+#                     for the tests
 #   FACTUM_PG_BINDIR  the PostgreSQL 15 server programs (default: /usr/lib/postgresql/15/bin,
 #                     else pg_config --bindir, else the directory of pg_ctl on PATH)
 set -euo pipefail
@@ -191,14 +195,17 @@ start() {
     log_tail "$base/initdb.log"
     die "initdb failed (${bindir}/initdb, as $server_user)"
   fi
+  local durable=off
+  [[ "${FACTUM_PG_DURABLE:-0}" == 1 ]] && durable=on
   cat >>"$base/data/postgresql.conf" <<EOF
 
-# factum tests (scripts/pg-test-cluster.sh): fast, not durable, local only
+# factum tests (scripts/pg-test-cluster.sh): fast, not durable (unless FACTUM_PG_DURABLE=1),
+# local only
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$base'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+fsync = $durable
+synchronous_commit = $durable
+full_page_writes = $durable
 max_connections = 300
 shared_buffers = 64MB
 max_wal_size = 1GB
