@@ -71,7 +71,7 @@ class StoreImpl {
           check_condition(tx.sql(), *condition, first);
         }
         if (personal) require_keys(tx.sql(), tx.events());
-        if (tagged) index_tags(tx.sql(), tx.events(), true);
+        if (tagged) index_tags(tx.sql(), tx.events());
         if (hook != nullptr) (*hook)(tx);
       };
       hook = &checked;

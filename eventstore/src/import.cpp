@@ -89,6 +89,10 @@ class Importer {
                               "(the export was altered, or does not continue this log)");
     }
     insert(e, stream);
+    if (!tag_table_ && e.metadata.values.contains(kTagsMetadataKey)) {
+      detail::ensure_tag_table(sql_);  // once per import
+      tag_table_ = true;
+    }
     detail::index_tags(sql_, {&e, 1});  // a malformed tags value is refused here
     stream.version = e.stream_version;
     head_ = {e.position, e.hash};
@@ -179,6 +183,7 @@ class Importer {
   Head head_;
   std::map<std::string, Stream, std::less<>> streams_;
   detail::ChainHasher hasher_;
+  bool tag_table_ = false;  // ensure_tag_table ran in this transaction
 };
 
 }  // namespace

@@ -68,31 +68,25 @@ void ensure_tag_table(Sql& sql) {
                         "position INTEGER NOT NULL, PRIMARY KEY (tag, position)) WITHOUT ROWID"));
 }
 
-void index_tags(Sql& sql, std::span<const RecordedEvent> events, bool table_ensured) {
+void index_tags(Sql& sql, std::span<const RecordedEvent> events) {
   // Multi-row inserts of up to kRows rows: one statement (on PostgreSQL one round trip) for the
   // tags of a whole batch, instead of one per tag.
   constexpr std::size_t kRows = 256;
   std::vector<SqlValue> params;
   std::string text;
-  std::size_t rows = 0;
   const auto flush = [&] {
-    if (rows == 0) return;
-    if (!table_ensured) {
-      ensure_tag_table(sql);
-      table_ensured = true;
-    }
+    if (params.empty()) return;
     sql.execute(text, params);
     params.clear();
-    rows = 0;
   };
   for (const RecordedEvent& e : events) {
     for (const std::string& tag : tags_of(e.metadata)) {
-      if (rows == 0) text = "INSERT INTO factum_event_tags (tag, position) VALUES ";
-      text += (rows == 0 ? "(?" : ", (?") + std::to_string(params.size() + 1) + ", ?" +
-              std::to_string(params.size() + 2) + ")";
+      text = params.empty() ? "INSERT INTO factum_event_tags (tag, position) VALUES (?1, ?2)"
+                            : text + ", (?" + std::to_string(params.size() + 1) + ", ?" +
+                                  std::to_string(params.size() + 2) + ")";
       params.emplace_back(tag);
       params.emplace_back(static_cast<std::int64_t>(e.position));
-      if (++rows == kRows) flush();
+      if (params.size() == 2 * kRows) flush();
     }
   }
   flush();

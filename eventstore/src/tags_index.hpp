@@ -15,10 +15,10 @@ namespace factum::detail {
 
 // Creates the table of tags when missing (inside the caller's write transaction).
 void ensure_tag_table(Sql& sql);
-// Inside an append's (or an import's) transaction: one row (tag, position) per tag of each of
-// `events`, in multi-row inserts; first ensure_tag_table unless `table_ensured` says the caller
-// did in this transaction. Throws InvalidArgument for a malformed tags value, StorageError.
-void index_tags(Sql& sql, std::span<const RecordedEvent> events, bool table_ensured = false);
+// Inside an append's (or an import's) transaction, after ensure_tag_table in it: one row
+// (tag, position) per tag of each of `events`, in multi-row inserts. Throws InvalidArgument for
+// a malformed tags value, StorageError.
+void index_tags(Sql& sql, std::span<const RecordedEvent> events);
 
 // An order-free digest of (tag, position) pairs: the sums, lane by lane, of their SHA-256.
 struct TagDigest {

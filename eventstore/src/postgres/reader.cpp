@@ -34,30 +34,24 @@ PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit) {
 
 const StreamNames& name_streams(PgConn& c, const PgResult& page) {
   StreamNames& names = c.stream_names();
-  std::string unknown;  // '{k1,k2,...}'
-  std::vector<std::int64_t> asked;
+  std::vector<std::int64_t> unknown;
   std::int64_t key = 0;
   for (int i = 0; i < page.rows(); ++i) {
-    if (page.null(i, kStreamId) || !page.int64(i, kStreamId, key)) continue;  // decode says
-    if (names.contains(key)) continue;
-    names.emplace(key, std::string());  // asked once per page; "" until named
-    asked.push_back(key);
-    unknown += (unknown.empty() ? "{" : ",") + std::to_string(key);
+    // A row without a key is left to decode, which reports it.
+    if (!page.null(i, kStreamId) && page.int64(i, kStreamId, key) && !names.contains(key)) {
+      unknown.push_back(key);
+    }
   }
   if (unknown.empty()) return names;
-  unknown += "}";
-  try {
-    const PgResult r = Params().text(unknown).run(c, pg::kStreamNames.c_str(), "naming streams");
-    for (int i = 0; i < r.rows(); ++i) {
-      if (r.int64(i, 0, key) && !r.null(i, 1)) names[key] = std::string(r.text(i, 1));
-    }
-  } catch (...) {
-    names.clear();  // no key left half named
-    throw;
-  }
-  // A key no stream row has: not cached, so that decode reports the row.
-  for (const std::int64_t k : asked) {
-    if (names[k].empty()) names.erase(k);
+  std::sort(unknown.begin(), unknown.end());
+  unknown.erase(std::unique(unknown.begin(), unknown.end()), unknown.end());
+  std::string list;  // '{k1,k2,...}'
+  for (const std::int64_t k : unknown) list += (list.empty() ? "{" : ",") + std::to_string(k);
+  list += "}";
+  // A key no stream row has stays unknown: decode reports its row.
+  const PgResult r = Params().text(list).run(c, pg::kStreamNames.c_str(), "naming streams");
+  for (int i = 0; i < r.rows(); ++i) {
+    if (r.int64(i, 0, key) && !r.null(i, 1)) names.emplace(key, r.text(i, 1));
   }
   return names;
 }
