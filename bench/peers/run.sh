@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Side-by-side: two peer PostgreSQL event stores on factum's benchmark workload (issue 33).
-#   bench/peers/run.sh --pg-uri URI [--events N] [--runs N] [--json]
+#   bench/peers/run.sh --pg-uri URI [--factum BIN] [--events N] [--runs N] [--json]
 # Installs the peers from npm into a cache dir (not the repo), and measures each case on a
 # fresh database of the server at URI (its user must be able to create databases and, for
-# Message DB, the role message_store). See README.md.
+# Message DB, the role message_store). With --factum (build/bench/peer_workload), factum is
+# measured in the same rounds, in turns with the peers: on a fresh database of the same server,
+# on a new SQLite file (durability full), and with 16 connections over 4 processes. See
+# README.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-uri="" events=100000 runs=3 json=0
+uri="" factum="" events=100000 runs=3 json=0
 while (($#)); do
   case $1 in
     --pg-uri) uri=$2; shift 2 ;;
+    --factum) factum=$2; shift 2 ;;
     --events) events=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --json) json=1; shift ;;
-    *) echo "usage: $0 --pg-uri URI [--events N] [--runs N] [--json]" >&2; exit 2 ;;
+    *) echo "usage: $0 --pg-uri URI [--factum BIN] [--events N] [--runs N] [--json]" >&2; exit 2 ;;
   esac
 done
 [[ -n $uri ]] || { echo "--pg-uri is required" >&2; exit 2; }
+[[ -z $factum || -x $factum ]] || { echo "--factum: $factum is not an executable" >&2; exit 2; }
 ((events >= 100 && events % 100 == 0)) || { echo "--events must be a multiple of 100" >&2; exit 2; }
 streams=$((events / 100)) # 100 events per stream: 1,000 streams for 100,000 events
 
@@ -50,7 +55,10 @@ mdb_install() {
   DATABASE_NAME=factum_peers_mdb PGOPTIONS='-c client_min_messages=warning' \
     bash "$cache/node_modules/@eventide/message-db/database/install.sh" >/dev/null
 }
+sqlite_dir=$(mktemp -d)
 cleanup() {
+  rm -rf "$sqlite_dir"
+  drop factum_peers_factum || true
   drop factum_peers_emmett || true
   drop factum_peers_mdb || true
   [[ -n $role_existed ]] || admin -c "DROP ROLE IF EXISTS message_store" || true
@@ -61,6 +69,19 @@ results=$(mktemp)
 payload=$(cd "$cache" && node -e 'import("./common.mjs").then(m => console.log(m.payloadJson))')
 for ((r = 1; r <= runs; ++r)); do
   for kase in append1 append100; do
+    if [[ -n $factum ]]; then
+      echo "run $r/$runs: factum-pg $kase" >&2
+      fresh factum_peers_factum
+      "$factum" --store "$(dburi factum_peers_factum)" --peer factum-pg --case "$kase" \
+        --events "$events" --streams "$streams" | grep '^{"peer"' >>"$results"
+      drop factum_peers_factum
+
+      echo "run $r/$runs: factum-sqlite $kase" >&2
+      "$factum" --store "$sqlite_dir/$kase-$r.db" --peer factum-sqlite --case "$kase" \
+        --events "$events" --streams "$streams" | grep '^{"peer"' >>"$results"
+      rm -f "$sqlite_dir/$kase-$r.db"*
+    fi
+
     echo "run $r/$runs: emmett $kase" >&2
     fresh factum_peers_emmett
     (cd "$cache" && node emmett.mjs "$(dburi factum_peers_emmett)" "$kase" "$events" "$streams") | grep '^{"peer"' >>"$results"
@@ -77,6 +98,13 @@ for ((r = 1; r <= runs; ++r)); do
     sed -n 's/^.*NOTICE:  \({.*\)$/\1/p' <<<"$out" >>"$results" # the results are NOTICEs
     drop factum_peers_mdb
   done
+  if [[ -n $factum ]]; then
+    echo "run $r/$runs: factum-pg append1_procs" >&2
+    fresh factum_peers_factum
+    "$factum" --store "$(dburi factum_peers_factum)" --peer factum-pg --case append1_procs \
+      --events "$((events / 5))" --processes 4 --connections 4 | grep '^{"peer"' >>"$results"
+    drop factum_peers_factum
+  fi
 done
 
 server=$(admin -tAc "SELECT current_setting('server_version') || ', fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit')")

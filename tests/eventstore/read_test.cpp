@@ -148,3 +148,49 @@ TEST_CASE("recorded_at is the commit time in UTC microseconds") {
   CHECK(e.recorded_at >= before);
   CHECK(e.recorded_at <= after);
 }
+
+TEST_CASE(
+    "stream and category pages give every event its previous hash, its predecessor in the "
+    "page or not") {
+  // Runs of events side by side in the log (one append) and events whose predecessor belongs to
+  // another stream or category; pages of 3 cut the runs. (PostgreSQL leaves the previous hash of
+  // a row whose predecessor is the page's row before it to the reader: postgres/statements.cpp.)
+  TempStore t(small_pages());
+  t.store.append("a-1", ExpectedVersion::any(), make_events(5));
+  t.store.append("b-1", ExpectedVersion::any(), make_events(2));
+  t.store.append("a-1", ExpectedVersion::any(), make_events(1));
+  t.store.append("a-2", ExpectedVersion::any(), make_events(4));
+  t.store.append("b-1", ExpectedVersion::any(), make_events(1));
+  t.store.append("a-1", ExpectedVersion::any(), make_events(7));
+  const auto all = t.store.read_all().to_vector();
+  REQUIRE(all.size() == 20);
+  const auto hash_before = [&](const RecordedEvent& e) {
+    return e.position == 1 ? Hash{} : all[e.position - 2].hash;
+  };
+  std::size_t read = 0;
+  for (const char* stream : {"a-1", "b-1", "a-2"}) {
+    for (const RecordedEvent& e : t.store.read_stream(stream)) {
+      CAPTURE(e.position);
+      CHECK(e.previous_hash == hash_before(e));
+      CHECK(hash_matches(e));
+      ++read;
+    }
+    for (const RecordedEvent& e : t.store.read_stream(stream, 2)) {
+      CHECK(e.previous_hash == hash_before(e));
+    }
+    for (const RecordedEvent& e : t.store.read_stream_backward(stream)) {
+      CHECK(e.previous_hash == hash_before(e));
+    }
+  }
+  CHECK(read == all.size());
+  for (const char* category : {"a", "b"}) {
+    for (const RecordedEvent& e : t.store.read_category(category)) {
+      CAPTURE(e.position);
+      CHECK(e.previous_hash == hash_before(e));
+      CHECK(hash_matches(e));
+    }
+    for (const RecordedEvent& e : t.store.read_category(category, 4)) {
+      CHECK(e.previous_hash == hash_before(e));
+    }
+  }
+}

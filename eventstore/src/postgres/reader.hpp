@@ -28,6 +28,8 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
   const StreamNames* names = carrying ? &name_streams(c, r) : nullptr;
   Position carried = query.carried_position;
   Hash carried_hash = query.carried_hash;
+  Position before = 0;  // the page's row before this one
+  Hash before_hash{};
   PageEnd end;
   EventView v;
   for (int i = 0; i < r.rows() && end.rows < limit; ++i) {
@@ -48,7 +50,11 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
       }
       carried = v.position;
       carried_hash = v.hash;
+    } else if (i > 0 && r.null(i, kPreviousHash) && v.position == before + 1) {
+      v.previous_hash = before_hash;  // the statement left it to the page (statements.cpp)
     }
+    before = v.position;
+    before_hash = v.hash;
     ++end.rows;
     end.last_position = v.position;
     end.last_version = v.stream_version;

@@ -16,7 +16,7 @@ void PgWriter::remember(const Pending& p, Versions& out) {
 
 bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now,
                          bool& committing) {
-  if (!cache_.valid) return false;
+  if (!cache_.valid || contended_) return false;
   Known known;
   for (const Pending* p : group) {
     if (p->hook != nullptr) return false;
@@ -72,6 +72,7 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
     c.rollback();
     cache_.valid = false;
     for (Pending* p : group) reset(*p);
+    if (code == "22012") contended_ = true;  // another writer committed since this one
     if (code == "22012" || code == "23505") return false;  // stale cache, stored id
     c.fail(failed.get(), "appending events");
   }
