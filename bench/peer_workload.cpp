@@ -77,14 +77,14 @@ struct Config {
   std::size_t connections = 4;
 };
 
-factum::EventStore open(const Config& c) {
+factum::EventStore open_store(const Config& c) {
   factum::StoreOptions o;
   o.durability = factum::Durability::full;
   return factum::EventStore::open(c.store, o);
 }
 
 void append1(const Config& c, const factum::Bytes& payload) {
-  factum::EventStore store = open(c);
+  factum::EventStore store = open_store(c);
   std::vector<std::uint64_t> version(c.streams, 0);
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < c.events; ++i) {
@@ -96,7 +96,7 @@ void append1(const Config& c, const factum::Bytes& payload) {
 }
 
 void append100(const Config& c, const factum::Bytes& payload) {
-  factum::EventStore store = open(c);
+  factum::EventStore store = open_store(c);
   std::vector<factum::EventData> batch(100);
   auto t0 = Clock::now();
   for (std::size_t i = 0; i < c.events / 100; ++i) {
@@ -132,7 +132,7 @@ void append100(const Config& c, const factum::Bytes& payload) {
 void process_appends(const Config& c, std::size_t process, std::size_t per_connection,
                      const factum::Bytes& payload, int ready_fd, int go_fd) {
   std::vector<factum::EventStore> stores;
-  for (std::size_t k = 0; k < c.connections; ++k) stores.push_back(open(c));
+  for (std::size_t k = 0; k < c.connections; ++k) stores.push_back(open_store(c));
   const char byte = 'r';
   if (::write(ready_fd, &byte, 1) != 1) throw std::runtime_error("cannot signal the parent");
   char go = 0;
@@ -195,7 +195,7 @@ void append1_procs(const Config& c, const factum::Bytes& payload) {
   const double seconds = bench::seconds_since(t0);
   if (failed) throw std::runtime_error("an appending process failed");
   const std::size_t total = per_connection * c.processes * c.connections;
-  check("append1_procs head", open(c).head_position(), total);
+  check("append1_procs head", open_store(c).head_position(), total);
   report(c.peer, "append1_procs", total, seconds);
 }
 

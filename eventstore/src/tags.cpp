@@ -81,9 +81,14 @@ void index_tags(Sql& sql, std::span<const RecordedEvent> events) {
   };
   for (const RecordedEvent& e : events) {
     for (const std::string& tag : tags_of(e.metadata)) {
-      text = params.empty() ? "INSERT INTO factum_event_tags (tag, position) VALUES (?1, ?2)"
-                            : text + ", (?" + std::to_string(params.size() + 1) + ", ?" +
-                                  std::to_string(params.size() + 2) + ")";
+      // Appended in place: a copy of the text per row made a 256-row statement quadratic.
+      if (params.empty()) {
+        text = "INSERT INTO factum_event_tags (tag, position) VALUES ";
+      } else {
+        text += ", ";
+      }
+      text += "(?" + std::to_string(params.size() + 1) + ", ?" + std::to_string(params.size() + 2) +
+              ")";
       params.emplace_back(tag);
       params.emplace_back(static_cast<std::int64_t>(e.position));
       if (params.size() == 2 * kRows) flush();

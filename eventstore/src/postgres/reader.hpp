@@ -27,9 +27,7 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
   const bool carrying = query.kind == PageQuery::Kind::all;
   const StreamNames* names = carrying ? &name_streams(c, r) : nullptr;
   Position carried = query.carried_position;
-  Hash carried_hash = query.carried_hash;
-  Position before = 0;  // the page's row before this one
-  Hash before_hash{};
+  Hash carried_hash = query.carried_hash;  // then the page's row before this one
   PageEnd end;
   EventView v;
   for (int i = 0; i < r.rows() && end.rows < limit; ++i) {
@@ -48,13 +46,11 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
           std::memcpy(v.previous_hash.data(), h.bytes(0, 0).data(), v.previous_hash.size());
         }
       }
-      carried = v.position;
-      carried_hash = v.hash;
-    } else if (i > 0 && r.null(i, kPreviousHash) && v.position == before + 1) {
-      v.previous_hash = before_hash;  // the statement left it to the page (statements.cpp)
+    } else if (r.null(i, kPreviousHash) && carried != 0 && carried == v.position - 1) {
+      v.previous_hash = carried_hash;  // the statement left it to the page (statements.cpp)
     }
-    before = v.position;
-    before_hash = v.hash;
+    carried = v.position;
+    carried_hash = v.hash;
     ++end.rows;
     end.last_position = v.position;
     end.last_version = v.stream_version;

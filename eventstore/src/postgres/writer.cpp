@@ -153,8 +153,10 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       Tail tail = begin_group(c, group, known, next.commits);
       // A stale speculation dropped the cache and set contended_: it stays set until a careful
       // group finds the head where this writer's last commit left it.
-      if (cache_.valid) contended_ = cache_.commits != next.commits;
-      if (cache_.valid && cache_.commits == next.commits) next.streams = std::move(cache_.streams);
+      if (cache_.valid) {
+        contended_ = cache_.commits != next.commits;
+        if (!contended_) next.streams = std::move(cache_.streams);
+      }
       cache_.valid = false;
       if (next.streams.size() + known.streams.size() > kMaxCachedStreams) next.streams.clear();
       for (const auto& [id, stream] : known.streams) next.streams[id] = stream;
