@@ -54,6 +54,7 @@ class StoreImpl {
     // per attempt of the transaction (a group commit may start one over): an attempt is known
     // by its first events' position, which never grows from one hook to the next within it.
     AppendHook checked;
+    AppendChecks checks;  // what `checked` does, when it does nothing else
     const bool personal = any_event_has(appends, kSubjectsMetadataKey);
     const bool tagged = any_event_has(appends, kTagsMetadataKey);
     Position first = 0;  // of the current attempt
@@ -74,9 +75,11 @@ class StoreImpl {
         if (tagged) index_tags(tx.sql(), tx.events());
         if (hook != nullptr) (*hook)(tx);
       };
+      if (hook == nullptr && !personal) checks = {tagged, condition, table};
       hook = &checked;
     }
-    auto results = storage_->append(appends, sink, hook);
+    const bool native = checks.tags || checks.condition != nullptr;
+    auto results = storage_->append(appends, sink, hook, native ? &checks : nullptr);
     if (sink.first_written != 0 && anchorer_) {
       anchorer_->appended(sink.last_written - sink.first_written + 1);
     }

@@ -13,8 +13,7 @@
 namespace factum {
 namespace {
 
-constexpr std::size_t kPage = 256;     // events of each item per read transaction
-constexpr std::size_t kConflicts = 8;  // positions an AppendConditionFailed names at most
+constexpr std::size_t kPage = 256;  // events of each item per read transaction
 constexpr const char* kTagTable = "factum_event_tags";
 
 // "?N, ?N+1, ..." for `count` parameters from `first`.
@@ -237,30 +236,41 @@ QueryResult read_query(const EventStore& store, const Query& query, Position aft
 
 namespace detail {
 
-void check_condition(Sql& sql, const AppendCondition& condition, Position before) {
+std::vector<ConditionStatement> condition_statements(const AppendCondition& condition,
+                                                     Position before) {
   const Query& query = condition.fail_if_events_match;
-  if (query.items.empty() || before <= condition.after + 1) return;
-  std::vector<Position> found;
+  std::vector<ConditionStatement> out;
+  if (query.items.empty() || before <= condition.after + 1) return out;
   for (const QueryItem& item : query.items) {
-    std::vector<SqlValue> params;
-    std::string text =
-        std::string("SELECT ") + (item.tags.empty() ? "e.position " : "t.position ") +
-        item_where(item, true, params,
-                   item.tags.empty() ? "FROM events e"
-                   : item.types.empty()
-                       ? "FROM factum_event_tags t"
-                       : "FROM factum_event_tags t JOIN events e ON e.position = t.position");
-    text += std::to_string(kConflicts);
-    params[after_index(item)] = as_int(condition.after);
-    params[after_index(item) + 1] = as_int(before);
-    sql.query(text, params,
-              [&](const SqlRow& r) { found.push_back(static_cast<Position>(r.integer(0))); });
+    ConditionStatement& s = out.emplace_back();
+    s.sql = std::string("SELECT ") + (item.tags.empty() ? "e.position " : "t.position ") +
+            item_where(item, true, s.params,
+                       item.tags.empty() ? "FROM events e"
+                       : item.types.empty()
+                           ? "FROM factum_event_tags t"
+                           : "FROM factum_event_tags t JOIN events e ON e.position = t.position");
+    s.sql += std::to_string(kConditionPositions);
+    s.params[after_index(item)] = as_int(condition.after);
+    s.params[after_index(item) + 1] = as_int(before);
   }
+  return out;
+}
+
+void fail_condition(const AppendCondition& condition, std::vector<Position> found) {
   if (found.empty()) return;
   std::sort(found.begin(), found.end());
   found.erase(std::unique(found.begin(), found.end()), found.end());
-  if (found.size() > kConflicts) found.resize(kConflicts);
+  if (found.size() > kConditionPositions) found.resize(kConditionPositions);
   throw AppendConditionFailed(condition.after, std::move(found));
+}
+
+void check_condition(Sql& sql, const AppendCondition& condition, Position before) {
+  std::vector<Position> found;
+  for (const ConditionStatement& s : condition_statements(condition, before)) {
+    sql.query(s.sql, s.params,
+              [&](const SqlRow& r) { found.push_back(static_cast<Position>(r.integer(0))); });
+  }
+  fail_condition(condition, std::move(found));
 }
 
 bool needs_tag_table(const Query& query) {

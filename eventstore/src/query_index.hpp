@@ -5,6 +5,9 @@
 #include "factum/eventstore/query.hpp"
 #include "factum/eventstore/sql.hpp"
 
+#include <string>
+#include <vector>
+
 namespace factum::detail {
 
 // Inside an append's transaction: throws AppendConditionFailed when an event stored at a
@@ -13,6 +16,21 @@ namespace factum::detail {
 // (ensure_tag_table) when an item of the query names a tag (needs_tag_table). Throws
 // StorageError.
 void check_condition(Sql& sql, const AppendCondition& condition, Position before);
+
+// check_condition's statements (Sql's "?N" form), one per item of the condition's query, each
+// selecting the positions (at most kConditionPositions, in order) of its item's events after
+// condition.after and before `before`: for a backend that sends them with its own statements.
+struct ConditionStatement {
+  std::string sql;
+  std::vector<SqlValue> params;
+};
+constexpr std::size_t kConditionPositions = 8;
+std::vector<ConditionStatement> condition_statements(const AppendCondition& condition,
+                                                     Position before);
+
+// AppendConditionFailed naming the first kConditionPositions of `found` (any order, repeats
+// allowed), or nothing when `found` is empty.
+void fail_condition(const AppendCondition& condition, std::vector<Position> found);
 
 // Whether an item of `query` names a tag (its check reads the tag table).
 bool needs_tag_table(const Query& query);

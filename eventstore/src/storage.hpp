@@ -39,6 +39,16 @@ struct AppendSink {
 // Called inside the append transaction (EventStore::on_appending).
 using AppendHook = std::function<void(AppendTransaction&)>;
 
+// What EventStore's own hook does for an append, for a backend that can do it in its own
+// statements: index the events' tags (tags.hpp) and check a condition (query.hpp) against the
+// events stored before the first one the append writes, the tag table made first when either
+// needs it. Passed with the hook that does the same, which a backend runs where it does not.
+struct AppendChecks {
+  bool tags = false;
+  const AppendCondition* condition = nullptr;
+  bool tag_table = false;  // the tags or the condition read or write factum_event_tags
+};
+
 // What a page read selects.
 struct PageQuery {
   enum class Kind { all, stream_forward, stream_backward, category };
@@ -84,8 +94,10 @@ class Storage {
   // Commits `appends` atomically with the semantics of EventStore::append_multi (arguments
   // are validated already). Fills `sink` (see AppendSink).
   // Runs `hook` (when not null) inside the transaction after each stream append that writes.
+  // `checks`, when not null, says that `hook` does only these checks: the backend may do them
+  // itself instead (with the same outcome) and not run `hook`.
   virtual std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
-                                           const AppendHook* hook) = 0;
+                                           const AppendHook* hook, const AppendChecks* checks) = 0;
   // Replaces `page` with up to `limit` events matching `query`, in its order (overwriting
   // the events it holds, to reuse their memory).
   virtual void read_page(const PageQuery& query, std::size_t limit,

@@ -62,11 +62,13 @@ std::vector<std::string> tags_of(const Metadata& metadata) {
 
 namespace detail {
 
-void ensure_tag_table(Sql& sql) {
-  sql.execute(table_ddl(sql,
-                        "CREATE TABLE IF NOT EXISTS factum_event_tags (tag TEXT NOT NULL, "
-                        "position INTEGER NOT NULL, PRIMARY KEY (tag, position)) WITHOUT ROWID"));
+std::string tag_table_ddl(SqlDialect dialect) {
+  return table_ddl(dialect,
+                   "CREATE TABLE IF NOT EXISTS factum_event_tags (tag TEXT NOT NULL, "
+                   "position INTEGER NOT NULL, PRIMARY KEY (tag, position)) WITHOUT ROWID");
 }
+
+void ensure_tag_table(Sql& sql) { sql.execute(tag_table_ddl(sql.dialect())); }
 
 void index_tags(Sql& sql, std::span<const RecordedEvent> events) {
   // Multi-row inserts of up to kRows rows: one statement (on PostgreSQL one round trip) for the

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "factum/eventstore/event_store.hpp"
@@ -15,6 +16,8 @@ namespace factum::detail {
 
 // Creates the table of tags when missing (inside the caller's write transaction).
 void ensure_tag_table(Sql& sql);
+// The statement ensure_tag_table runs, in the words of `dialect`.
+std::string tag_table_ddl(SqlDialect dialect);
 // Inside an append's (or an import's) transaction, after ensure_tag_table in it: one row
 // (tag, position) per tag of each of `events`, in multi-row inserts. Throws InvalidArgument for
 // a malformed tags value, StorageError.

@@ -185,6 +185,59 @@ TEST_CASE("threads racing to claim the same names: exactly one claim of each lan
   CHECK(t.store.verify().ok());
 }
 
+TEST_CASE("threads appending on conditions, some failing: each refusal fails its append alone") {
+  // Threads share one store: their appends commit in groups, a conditional one anywhere in a
+  // group, on streams the writer knows (one round trip on PostgreSQL) and new ones.
+  TempStore t;
+  t.store.append("taken", ExpectedVersion::no_stream(), tagged("name.Taken", {"name:taken"}));
+  constexpr int kThreads = 4;
+  constexpr int kAppends = 40;
+  std::atomic<int> refused{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      const std::string stream = "s-" + std::to_string(k);
+      StreamVersion version = 0;
+      for (int i = 0; i < kAppends; ++i) {
+        const std::string mine = "n:" + std::to_string(k) + "-" + std::to_string(i);
+        const EventData e = tagged("name.Claimed", {mine});
+        // Every third append is on a condition that fails (event 1 matches it), the rest on
+        // one that holds (their tags are their own).
+        const bool fails = i % 3 == 1;
+        const Query q = Query::tagged({fails ? std::string("name:taken") : mine});
+        const std::string target = i % 2 == 0 ? stream : stream + "-" + std::to_string(i);
+        try {
+          const AppendResult r =
+              t.store.append(target, ExpectedVersion::any(), {&e, 1}, AppendCondition{q, 0});
+          if (fails) ++wrong;
+          if (target == stream && r.stream_version != ++version) ++wrong;
+        } catch (const AppendConditionFailed& f) {
+          if (!fails || f.positions() != std::vector<Position>{1}) ++wrong;
+          ++refused;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  const int landed = kThreads * kAppends - refused.load();
+  CHECK(refused.load() == kThreads * (kAppends / 3 + (kAppends % 3 == 2 ? 1 : 0)));
+  CHECK(t.store.head_position() == static_cast<Position>(landed + 1));
+  // Each landed event is indexed once, under its own tag; no refused one is.
+  std::size_t indexed = 0;
+  for (int k = 0; k < kThreads; ++k) {
+    for (int i = 0; i < kAppends; ++i) {
+      const QueryResult r =
+          read_query(t.store, Query::tagged({"n:" + std::to_string(k) + "-" + std::to_string(i)}));
+      CHECK(r.events.size() == (i % 3 == 1 ? 0U : 1U));
+      indexed += r.events.size();
+    }
+  }
+  CHECK(indexed == static_cast<std::size_t>(landed));
+  CHECK(t.store.verify().ok());
+}
+
 TEST_CASE("an event read by query is checked against its hash") {
   TempStore t;
   people(t.store);

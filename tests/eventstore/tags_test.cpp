@@ -10,6 +10,7 @@
 
 #include "support/temp_dir.hpp"
 
+#include "factum/eventstore/query.hpp"
 #include "factum/eventstore/tags.hpp"
 
 using namespace factum;
@@ -163,6 +164,44 @@ TEST_CASE(
     expect(P::hash_mismatch, 2);
   }
   CHECK(problem_name(P::tag_index_mismatch) == "tag_index_mismatch");
+}
+
+TEST_CASE("a tag table dropped behind a writer's back is made again by its next tagged append") {
+  TempStore t;
+  t.store.append("user-1", ExpectedVersion::no_stream(), tagged({"username:alice"}));
+  // The writer has made the table and knows the stream: on PostgreSQL its next append to it
+  // takes the one-round-trip way, which sends no CREATE TABLE once the table was made.
+  t.store.append("user-1", ExpectedVersion::any(), tagged({"username:bob"}));
+  // A conditional append on the stream the writer knows, refused: nothing written.
+  const EventData late = tagged({"username:alice"});
+  CHECK_THROWS_WITH_AS(t.store.append("user-1", ExpectedVersion::exact(2), {&late, 1},
+                                      AppendCondition{Query::tagged({"username:alice"}), 0}),
+                       doctest::Contains("at 1"), AppendConditionFailed);
+  CHECK(t.store.head_position() == 2);
+  // Dropped where no write of the store's is counted (on PostgreSQL a write_sql moves the head
+  // row, and the writer would take the careful way anyway).
+#ifdef FACTUM_TEST_HAVE_POSTGRES
+  if (factum::test::testing_postgres()) {
+    factum::test::pg_execute(t.path.string(), "DROP TABLE factum_event_tags");
+  } else
+#endif
+  {
+    EventStore other = EventStore::open(t.path, TempStore::fast_options());
+    other.write_sql([](Sql& sql) { sql.execute("DROP TABLE factum_event_tags"); });
+  }
+  const AppendResult r =
+      t.store.append("user-1", ExpectedVersion::exact(2), tagged({"username:carol"}));
+  CHECK(r.last_position == 3);
+  CHECK(index_rows(t.store) == std::set<std::string>{"username:carol@3"});
+  // A conditional append on a tag reads and writes the table made again.
+  const EventData dave = tagged({"username:dave"});
+  t.store.append("user-1", ExpectedVersion::exact(3), {&dave, 1},
+                 AppendCondition{Query::tagged({"username:dave"}), 0});
+  CHECK(index_rows(t.store) == std::set<std::string>{"username:carol@3", "username:dave@4"});
+  // verify names the first event the dropped index lost.
+  const VerifyResult v = t.store.verify();
+  CHECK(v.problem == VerifyResult::Problem::tag_index_mismatch);
+  CHECK(v.position == 1);
 }
 
 TEST_CASE("an imported log indexes its tags as the appends did") {

@@ -84,6 +84,16 @@ std::string pg_test_uri() {
          schema.str();
 }
 
+void pg_execute(const std::string& uri, const std::string& sql) {
+  const Connection conn = connect(uri);
+  const Result result(PQexec(conn.get(), sql.c_str()));
+  const auto status = PQresultStatus(result.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    throw std::runtime_error("factum tests: '" + sql + "' failed on " + uri + ": " +
+                             PQerrorMessage(conn.get()));
+  }
+}
+
 std::string pg_with_application_name(const std::string& uri, const std::string& name) {
   return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "application_name=" + name;
 }

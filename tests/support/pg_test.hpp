@@ -26,6 +26,11 @@ std::string pg_test_uri();
 // [A-Za-z0-9_] only, at most 63 characters.
 std::string pg_with_application_name(const std::string& uri, const std::string& name);
 
+// Runs `sql` (statements without parameters) on a connection of its own to `uri` (a store's
+// URI: pg_test_uri's search path included), outside any store: a change behind the library's
+// back that no factum counter sees. Throws std::runtime_error with the server's message.
+void pg_execute(const std::string& uri, const std::string& sql);
+
 // Waits until the test server has no session whose application_name is `name` (true), or
 // `deadline` passes (false). The sessions of a client killed with SIGKILL outlive it until the
 // server notices the closed connection, and one may be committing meanwhile: once they are gone,

@@ -35,9 +35,9 @@ class PostgresStorage final : public Storage {
   // Text the server cannot hold is refused here, on the caller's thread: it never reaches a
   // commit group, where the server would refuse it for the whole group.
   std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
-                                   const AppendHook* hook) override {
+                                   const AppendHook* hook, const AppendChecks* checks) override {
     for (const AppendView& a : appends) validate_server_text(a.stream, a.events);
-    return writer("append to")->write(appends, sink, hook);
+    return writer("append to")->write(appends, sink, hook, checks);
   }
 
   void read_page(const PageQuery& query, std::size_t limit,

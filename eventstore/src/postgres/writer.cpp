@@ -36,11 +36,12 @@ void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& ha
 }
 
 std::vector<AppendResult> PgWriter::write(std::span<const AppendView> appends, AppendSink& sink,
-                                          const AppendHook* hook) {
+                                          const AppendHook* hook, const AppendChecks* checks) {
   Pending self;
   self.appends = appends;
   self.sink = &sink;
   self.hook = hook;
+  self.checks = checks;
   enqueue(self);
   return std::move(self.results);
 }
@@ -68,7 +69,8 @@ PgConn& PgWriter::conn() {
 }
 
 void PgWriter::run_custom(Pending& p) noexcept {
-  cache_.valid = false;  // the SQL may write anything
+  cache_.valid = false;  // the SQL may write anything (or drop anything)
+  tag_table_ = false;
   try {
     PgConn& c = conn();
     // The caller's SQL is planned as the server would by default (postgres/statements.hpp).
@@ -150,6 +152,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       }
       committing = false;  // a speculation that did not commit was rolled back
       Known known;
+      const bool tag_table = tag_table_needed(group);
       Tail tail = begin_group(c, group, known, next.commits);
       // A stale speculation dropped the cache and set contended_: it stays set until a careful
       // group finds the head where this writer's last commit left it.
@@ -221,6 +224,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
         throw unknown_outcome();
       }
       // Committed. The cache is kept when the head row's answer is sound.
+      if (tag_table) tag_table_ = true;
       next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
                                               r[r.size() - 2].int64(0, 1, next.commits));
       next.tail = tail;

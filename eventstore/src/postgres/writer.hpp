@@ -57,6 +57,9 @@ struct Pending : GroupCaller {
   std::span<const AppendView> appends;
   AppendSink* sink = nullptr;
   const AppendHook* hook = nullptr;
+  // When not null, `hook` does only these: done in the group's own statements where the
+  // append is decided here, by `hook` where it runs step by step.
+  const AppendChecks* checks = nullptr;
   const std::function<void(Sql&)>* custom = nullptr;  // a write_sql
   std::vector<AppendResult> results;
   std::exception_ptr error;
@@ -72,7 +75,7 @@ class PgWriter {
         group_commit_(std::min(options_.max_group_size, kMaxGroup)) {}
 
   std::vector<AppendResult> write(std::span<const AppendView> appends, AppendSink& sink,
-                                  const AppendHook* hook);
+                                  const AppendHook* hook, const AppendChecks* checks);
 
   void write_sql(const std::function<void(Sql&)>& fn);
 
@@ -108,6 +111,9 @@ class PgWriter {
     };
     VersionMap streams;
     std::map<EventId, Stored> ids;
+    // The positions matching the condition of the group's first append (when it has one that
+    // is checked here), among the stored events.
+    std::vector<Position> conflicts;
   };
 
   // The inserts of decided appends, sent together: the new streams' rows first, then the
@@ -124,26 +130,53 @@ class PgWriter {
       ++rows_.back().count;
       return rows_.back().params;
     }
+    // One more row of the tag index.
+    void add_tag(const std::string& tag, Position position) {
+      if (tags_.empty() || tags_.back().count == kTagsPerInsert) tags_.emplace_back();
+      ++tags_.back().count;
+      tags_.back().params.own(tag).i64(static_cast<std::int64_t>(position));
+    }
     // Sends the statements to `q` and empties the batch.
     void send(Pipeline& q) {
       for (const Params& stream : streams_) {
         q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
       }
       for (const Rows& rows : rows_) q.send(pg::insert_events_sql(rows.count), rows.params);
+      for (const Rows& rows : tags_) q.send(insert_tags_sql(rows.count), rows.params);
       streams_.clear();
       rows_.clear();
+      tags_.clear();
     }
 
    private:
     static constexpr std::size_t kRowParams = 14;        // pg::insert_events_sql's
     static constexpr std::size_t kRowsPerInsert = 1000;  // 14,000 of the 65,535 parameters
+    static constexpr std::size_t kTagsPerInsert = 1000;
     struct Rows {
       Params params;
       std::size_t count = 0;
     };
+    // INSERT of `rows` rows of the tag index, 2 parameters per row (tag, position).
+    static std::string insert_tags_sql(std::size_t rows);
     std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
     std::deque<Rows> rows_;
+    std::deque<Rows> tags_;
   };
+
+  // Whether p's append is decided here when it can be: it has no hook, or one that does only
+  // its `checks`.
+  static bool native(const Pending& p) { return p.hook == nullptr || p.checks != nullptr; }
+  // The condition p's append is decided on here, if any.
+  static const AppendCondition* condition_of(const Pending& p) {
+    return p.checks != nullptr ? p.checks->condition : nullptr;
+  }
+  // Whether an append of `group` decided here reads or writes the tag table.
+  static bool tag_table_needed(std::span<Pending* const> group);
+  // Sends the statements that check `condition` against the events before `before` (each
+  // answers the positions it found), or, as `guards`, that fail with SQLSTATE 22003 (a
+  // numeric value out of range) when they find any.
+  static void send_condition(Pipeline& q, const AppendCondition& condition, Position before,
+                             bool guards);
 
   // What this writer knows of the log as its last commit (or look-up) left it: exact while
   // factum_store.commits still has the value read then, since every write of every process
@@ -205,7 +238,8 @@ class PgWriter {
   static void remember(const Pending& p, Versions& out);
 
   // The group in one round trip, when the cache knows each of its streams and each append could
-  // be decided from it (no slots, no compensations, each stream once), as one implicit
+  // be decided from it (no slots, no compensations, each stream once, a condition only on the
+  // first append, checked by a guard after the head's), as one implicit
   // transaction: a guard that moves the head only if factum_store.commits is still the cached
   // value and divides by zero otherwise (the UPDATE waits for the head row's lock, and re-reads
   // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored
@@ -221,8 +255,9 @@ class PgWriter {
   Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known, std::int64_t& commits);
 
   // True when `p` can be decided from `known`: no slots, no stream or id appended earlier in the
-  // group (or a stream twice in `p`), and its first ids are not stored (a retry, or a
-  // duplicate to report as apply does).
+  // group (or a stream twice in `p`), a condition only on the group's first append (known has
+  // what it found in the stored log), and its first ids are not stored (a retry, or a duplicate
+  // to report as apply does).
   static bool decidable(const Pending& p, const Known& known,
                         const std::set<std::string, std::less<>>& touched,
                         const std::set<EventId>& written);
@@ -272,6 +307,10 @@ class PgWriter {
   // the rate of one. Set when a speculation finds its cache stale; cleared when the careful
   // way's lock finds the head where this writer left it (it is alone again).
   bool contended_ = false;
+  // The leader's: the tag table exists (a group that created it, or wrote to it, committed).
+  // A speculation that needs the table sends its CREATE TABLE only while this is false; the
+  // careful way always does.
+  bool tag_table_ = false;
   GroupCommit<Pending> group_commit_;
 };
 

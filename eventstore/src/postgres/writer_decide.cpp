@@ -1,12 +1,50 @@
 // Groups decided from one look-up of the log: in one round trip when the writer remembers
 // every stream of the group (speculate), else in two (begin_group, then the inserts).
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <variant>
 
 #include "postgres/rows.hpp"
 #include "postgres/writer.hpp"
+#include "query_index.hpp"
+#include "tags_index.hpp"
 
 namespace factum::detail::pg {
+
+std::string PgWriter::Batch::insert_tags_sql(std::size_t rows) {
+  std::string sql = "INSERT INTO factum_event_tags (tag, position) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (i > 0) sql += ", ";
+    sql += "($" + std::to_string(2 * i + 1) + ", $" + std::to_string(2 * i + 2) + ")";
+  }
+  return sql;
+}
+
+bool PgWriter::tag_table_needed(std::span<Pending* const> group) {
+  return std::any_of(group.begin(), group.end(),
+                     [](const Pending* p) { return p->checks != nullptr && p->checks->tag_table; });
+}
+
+void PgWriter::send_condition(Pipeline& q, const AppendCondition& condition, Position before,
+                              bool guards) {
+  for (const ConditionStatement& s : condition_statements(condition, before)) {
+    // Every parameter is numbered ("?N"), and the text holds no literal: "?" becomes "$".
+    std::string sql = s.sql;
+    std::replace(sql.begin(), sql.end(), '?', '$');
+    if (guards) sql = "SELECT (count(*) * 100000)::int2 FROM (" + sql + ") found";
+    Params params;
+    for (const SqlValue& v : s.params) {
+      if (const auto* n = std::get_if<std::int64_t>(&v)) {
+        params.i64(*n);
+      } else {
+        params.own(std::get<std::string>(v));  // tags and types: the only other values
+      }
+    }
+    q.send(sql, params);
+  }
+}
 
 void PgWriter::remember(const Pending& p, Versions& out) {
   for (std::size_t i = 0; i < p.appends.size() && i < p.results.size(); ++i) {
@@ -19,7 +57,7 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   if (!cache_.valid || contended_) return false;
   Known known;
   for (const Pending* p : group) {
-    if (p->hook != nullptr) return false;
+    if (!native(*p) || (p != group.front() && condition_of(*p) != nullptr)) return false;
     for (const AppendView& a : p->appends) {
       const auto it = cache_.streams.find(a.stream);
       if (it == cache_.streams.end() || !a.expected.matches(it->second) ||
@@ -56,6 +94,12 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
       "WHERE id = 1 AND commits = $1 RETURNING commits) "
       "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
       guard);
+  // After the guard, which holds the head row's lock: the log is the cached one.
+  const bool tag_table = tag_table_needed(group);
+  if (tag_table && !tag_table_) q.send(tag_table_ddl(SqlDialect::postgres), Params());
+  if (const AppendCondition* condition = condition_of(*group.front())) {
+    send_condition(q, *condition, cache_.tail.position + 1, true);
+  }
   batch.send(q);
   PgResult failed;
   std::vector<PgResult> r;
@@ -70,12 +114,18 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
     const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
     const std::string_view code = state != nullptr ? state : "";
     c.rollback();
-    cache_.valid = false;
     for (Pending* p : group) reset(*p);
+    // A condition's guard found events (22003), or the tag table is gone (42P01, dropped behind
+    // the store's back): the careful way reports the events found, or makes the table. The
+    // cache is still exact: the guard before them found it so.
+    if (code == "42P01") tag_table_ = false;
+    if (code == "22003" || code == "42P01") return false;
+    cache_.valid = false;
     if (code == "22012") contended_ = true;  // another writer committed since this one
     if (code == "22012" || code == "23505") return false;  // stale cache, stored id
     c.fail(failed.get(), "appending events");
   }
+  if (tag_table) tag_table_ = true;
   std::int64_t commits = 0;
   if (r.empty() || r[0].rows() != 1 || !r[0].int64(0, 2, commits)) {
     cache_.valid = false;  // committed, but the head's answer is malformed
@@ -118,6 +168,14 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
   Params id_params;
   id_params.own(std::move(ids));
   first.send(pg::kIdsStored, id_params);
+  if (tag_table_needed(group)) first.send(tag_table_ddl(SqlDialect::postgres), Params());
+  const AppendCondition* condition =
+      native(*group.front()) ? condition_of(*group.front()) : nullptr;
+  // Under the lock: every stored event is before the group's first.
+  if (condition != nullptr) {
+    send_condition(first, *condition,
+                   static_cast<Position>(std::numeric_limits<std::int64_t>::max()), false);
+  }
   const std::vector<PgResult> r = first.run("locking the log's head");
   const Tail tail = head_row(r[1]);
   if (!r[1].int64(0, 2, commits)) bad_head();
@@ -130,13 +188,21 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
     if (r[3].null(i, 1)) continue;  // not stored
     if (read_id(r[3], i, 0, id) && id) known.ids[*id] = {std::string(r[3].text(i, 1))};
   }
+  if (condition != nullptr) {
+    const std::size_t items = condition->fail_if_events_match.items.size();
+    for (std::size_t k = r.size() - items; k < r.size(); ++k) {
+      for (int i = 0; i < r[k].rows(); ++i) {
+        known.conflicts.push_back(static_cast<Position>(r[k].int64_or(i, 0, 0)));
+      }
+    }
+  }
   return tail;
 }
 
 bool PgWriter::decidable(const Pending& p, const Known& known,
                          const std::set<std::string, std::less<>>& touched,
                          const std::set<EventId>& written) {
-  if (p.hook != nullptr) return false;
+  if (!native(p) || (condition_of(p) != nullptr && !touched.empty())) return false;
   std::set<std::string_view> mine;
   for (const AppendView& a : p.appends) {
     if (touched.count(a.stream) != 0 || !mine.insert(a.stream).second) return false;
@@ -179,10 +245,20 @@ void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, st
       }
     }
   }
+  // As EventStore's hook would, after the streams' checks: the condition, then the tags.
+  if (const AppendCondition* condition = condition_of(p))
+    fail_condition(*condition, known.conflicts);
+  std::vector<std::vector<std::string>> tags;  // of each event, in order
+  if (p.checks != nullptr && p.checks->tags) {
+    for (const AppendView& a : p.appends) {
+      for (const EventData& e : a.events) tags.push_back(tags_of(e.metadata));
+    }
+  }
   std::vector<AppendResult> results;
   results.reserve(p.appends.size());
   std::vector<RecordedEvent>* committed = p.sink->events;
   Tail t = tail;
+  std::size_t n = 0;  // events so far
   for (const AppendView& a : p.appends) {
     const auto stream = known.streams.find(a.stream);
     StreamVersion version = stream != known.streams.end() ? stream->second : 0;
@@ -198,6 +274,10 @@ void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, st
           .i64(static_cast<std::int64_t>(f.stream_version));
       add_columns(row, e, now, hash);
       if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
+      if (n < tags.size()) {
+        for (const std::string& tag : tags[n]) out.add_tag(tag, f.position);
+      }
+      ++n;
       t = {f.position, hash};
     }
     result.stream_version = version;

@@ -211,8 +211,12 @@ std::string Sql::object_type(std::string_view name) {
 }
 
 std::string table_ddl(const Sql& sql, std::string_view create_table) {
+  return table_ddl(sql.dialect(), create_table);
+}
+
+std::string table_ddl(SqlDialect dialect, std::string_view create_table) {
   std::string out(create_table);
-  if (sql.dialect() != SqlDialect::postgres) return out;
+  if (dialect != SqlDialect::postgres) return out;
   const auto is_word = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   };

@@ -83,7 +83,8 @@ class SqliteStorage final : public Storage {
   }
 
   std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,
-                                   const AppendHook* hook) override {
+                                   const AppendHook* hook, const AppendChecks*) override {
+    // The checks run through `hook`: on SQLite its statements cost no round trip.
     if (options_.read_only) {
       throw StorageError(StorageError::Kind::read_only, "factum: cannot append to '" + path_ +
                                                             "': the store was opened read-only");

@@ -104,7 +104,10 @@ class Sql {
 // `create_table`, a CREATE TABLE statement in SQLite's words, in the words of `sql`'s dialect:
 // unchanged for SQLite; for PostgreSQL, INTEGER columns become BIGINT (SQLite's integers are
 // 64-bit), BLOB becomes BYTEA and WITHOUT ROWID is dropped. Only whole words are replaced.
+// Throws nothing but std::bad_alloc. Thread-safety: a function of its arguments.
 std::string table_ddl(const Sql& sql, std::string_view create_table);
+// The same in the words of `dialect`.
+std::string table_ddl(SqlDialect dialect, std::string_view create_table);
 
 class SqlSavepoint {
  public:
