@@ -8,6 +8,8 @@
 //   3. forgetting one subject among --subjects subjects (the key table filled directly).
 //
 //   personal_bench [--values N] [--events N] [--subjects N] [--durability full|normal]
+//                  [--pg-uri postgresql://...]   (each store in a schema of its own on that
+//                                                 server, created and dropped by the bench)
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -15,11 +17,15 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "factum/factum.hpp"
 #include "support.hpp"
+#ifdef FACTUM_HAVE_POSTGRES
+#include "raw_postgres.hpp"
+#endif
 
 namespace {
 
@@ -82,12 +88,18 @@ int main(int argc, char** argv) {
   std::size_t events = 2000;
   std::size_t subjects = 100000;
   factum::Durability durability = factum::Durability::full;
+  std::string pg_uri;
   CLI::App app("personal_bench: the cost of encrypted personal values and of forgetting");
   bench::cli_defaults(app);
   bench::add_positive(app, "--values", values, "Values sealed and opened");
   bench::add_positive(app, "--events", events, "Events appended, each way");
   bench::add_positive(app, "--subjects", subjects, "Subjects in the key table for the forget");
   bench::add_durability(app, durability, "Durability of the stores");
+#ifdef FACTUM_HAVE_POSTGRES
+  app.add_option("--pg-uri", pg_uri,
+                 "a PostgreSQL server: every store in a schema of its own there (created and "
+                 "dropped by the bench), instead of SQLite files");
+#endif
   bench::parse_or_exit(app, argc, argv);
   bench::catch_interrupts();
   return bench::run_reporting("personal_bench", [&] {
@@ -101,9 +113,25 @@ int main(int argc, char** argv) {
     factum::StoreOptions o;
     o.durability = durability;
     o.personal_data.key_provider = std::make_shared<factum::FileKeyProvider>(kek);
+    // A new store named `name`: a file of `dir`, or a schema of the --pg-uri server.
+#ifdef FACTUM_HAVE_POSTGRES
+    std::unique_ptr<bench::RawPg> admin;
+    std::vector<std::unique_ptr<bench::PgSchema>> schemas;
+    if (!pg_uri.empty()) admin = std::make_unique<bench::RawPg>(pg_uri);
+#endif
+    const auto open = [&](const std::string& name) {
+#ifdef FACTUM_HAVE_POSTGRES
+      if (admin) {
+        schemas.push_back(std::make_unique<bench::PgSchema>(*admin, pg_uri, name));
+        return factum::EventStore::open(schemas.back()->uri(), o);
+      }
+#endif
+      return factum::EventStore::open(dir.path() / (name + ".db"), o);
+    };
+    std::printf("personal_bench: %s\n", pg_uri.empty() ? "SQLite" : "PostgreSQL");
 
     // 1. One value.
-    factum::EventStore store = factum::EventStore::open(dir.path() / "values.db", o);
+    factum::EventStore store = open("values");
     const std::shared_ptr<const factum::Keyring> keys = store.keyring();
     const std::string plain(100, 'v');
     const factum::EventId id = factum::EventId::generate();
@@ -140,8 +168,7 @@ int main(int argc, char** argv) {
     double plain_rate = 0;
     double personal_rate = 0;
     for (int round = 0; round < 2; ++round) {  // best of two, interleaved
-      factum::EventStore a =
-          factum::EventStore::open(dir.path() / ("plain" + std::to_string(round) + ".db"), o);
+      factum::EventStore a = open("plain" + std::to_string(round));
       t = Clock::now();
       for (std::size_t i = 0; i < events; ++i) {
         a.append("pay-" + std::to_string(i % 100), factum::ExpectedVersion::any(), registry,
@@ -162,7 +189,7 @@ int main(int argc, char** argv) {
                 "append, two personal fields", personal_rate, personal_rate / plain_rate);
 
     // 3. Forget one subject among many: the table filled in one transaction.
-    factum::EventStore many = factum::EventStore::open(dir.path() / "subjects.db", o);
+    factum::EventStore many = open("subjects");
     const factum::FileKeyProvider provider(kek);
     many.write_sql([&](factum::Sql& sql) {
       sql.execute(factum::table_ddl(

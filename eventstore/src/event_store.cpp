@@ -53,6 +53,9 @@ class StoreImpl {
     // first one this append writes. The hook runs after each stream append that writes, once
     // per attempt of the transaction (a group commit may start one over): an attempt is known
     // by its first events' position, which never grows from one hook to the next within it.
+    // When nothing else runs in the hook (no slots, no override), the backend is told what it
+    // does (AppendChecks) and may do it in its own statements: PostgreSQL does, in the round
+    // trips the append makes anyway, where the hook's statements would cost one each.
     AppendHook checked;
     AppendChecks checks;  // what `checked` does, when it does nothing else
     const bool personal = any_event_has(appends, kSubjectsMetadataKey);
@@ -75,10 +78,10 @@ class StoreImpl {
         if (tagged) index_tags(tx.sql(), tx.events());
         if (hook != nullptr) (*hook)(tx);
       };
-      if (hook == nullptr && !personal) checks = {tagged, condition, table};
+      if (hook == nullptr) checks = {tagged, condition, table, personal};
       hook = &checked;
     }
-    const bool native = checks.tags || checks.condition != nullptr;
+    const bool native = checks.tags || checks.condition != nullptr || checks.keys;
     auto results = storage_->append(appends, sink, hook, native ? &checks : nullptr);
     if (sink.first_written != 0 && anchorer_) {
       anchorer_->appended(sink.last_written - sink.first_written + 1);

@@ -71,11 +71,24 @@ SubjectInfo info_of(const KeyRow& k) {
 
 namespace detail {
 
-void ensure_key_table(Sql& sql) {
-  sql.execute(table_ddl(sql,
-                        "CREATE TABLE IF NOT EXISTS factum_subject_keys (subject TEXT PRIMARY KEY, "
-                        "kek TEXT NOT NULL, wrapped BLOB, created_us INTEGER NOT NULL, "
-                        "forgotten_us INTEGER)"));
+std::string key_table_ddl(SqlDialect dialect) {
+  return table_ddl(dialect,
+                   "CREATE TABLE IF NOT EXISTS factum_subject_keys (subject TEXT PRIMARY KEY, "
+                   "kek TEXT NOT NULL, wrapped BLOB, created_us INTEGER NOT NULL, "
+                   "forgotten_us INTEGER)");
+}
+
+void ensure_key_table(Sql& sql) { sql.execute(key_table_ddl(sql.dialect())); }
+
+void missing_key(const EventId& id, std::string_view stream, std::string_view subject,
+                 bool forgotten) {
+  throw InvalidArgument(
+      "factum: the event " + id.to_string() + " of stream '" + std::string(stream) +
+      "' holds a personal value of subject '" + std::string(subject) + "', which " +
+      (forgotten ? std::string("was forgotten (before this append committed)")
+                 : std::string("has no key in this store (was the event encoded with another "
+                               "store's keyring?)")) +
+      ": nothing was written");
 }
 
 bool forget_key(Sql& sql, std::string_view subject, std::int64_t now) {
@@ -116,15 +129,7 @@ void require_keys(Sql& sql, std::span<const RecordedEvent> events) {
             "WHERE subject = ?1",
             {subject});
       }
-      if (!active || *active == 0) {
-        throw InvalidArgument(
-            "factum: the event " + e.id.to_string() + " of stream '" + e.stream_id +
-            "' holds a personal value of subject '" + subject + "', which " +
-            (active ? std::string("was forgotten (before this append committed)")
-                    : std::string("has no key in this store (was the event encoded with another "
-                                  "store's keyring?)")) +
-            ": nothing was written");
-      }
+      if (!active || *active == 0) missing_key(e.id, e.stream_id, subject, active.has_value());
       checked.push_back(subject);
     }
   }

@@ -65,6 +65,8 @@ inline constexpr const char* kSubjectKeysTable = "factum_subject_keys";
 
 // Creates the table of keys when missing (inside the caller's write transaction).
 void ensure_key_table(Sql& sql);
+// The statement ensure_key_table runs, in the words of `dialect`.
+std::string key_table_ddl(SqlDialect dialect);
 // Inside the append transaction of a factum.SubjectForgotten event: removes the subject's key
 // (its bytes overwritten on SQLite: secure_delete) and marks it forgotten, so that no key of it
 // is made again. Returns whether it had a key.
@@ -72,6 +74,10 @@ bool forget_key(Sql& sql, std::string_view subject, std::int64_t now_us);
 // Inside an append's transaction: throws InvalidArgument unless every subject named by the
 // events' kSubjectsMetadataKey has a key in the store (none forgotten, none unknown).
 void require_keys(Sql& sql, std::span<const RecordedEvent> events);
+// require_keys' error: the event `id` of `stream` holds a value of `subject`, whose key was
+// forgotten (`forgotten`) or is not in the store.
+[[noreturn]] void missing_key(const EventId& id, std::string_view stream, std::string_view subject,
+                              bool forgotten);
 // The payload of a factum.SubjectForgotten event: {"subject":"<id>"}.
 std::string forgotten_payload(std::string_view subject);
 

@@ -27,9 +27,10 @@ std::string placeholders(std::size_t first, std::size_t count) {
 }
 
 // The FROM ... WHERE of an item's events after ?1 (and, with `before`, before ?2), the
-// parameters appended to `params`; the item's events are `e` (its first tag's rows `t`).
+// parameters appended to `params`; the item's events are `e` (its first tag's rows `t`), their
+// type `type` (the column, or a look-up where `e` is not joined).
 std::string item_where(const QueryItem& item, bool before, std::vector<SqlValue>& params,
-                       const char* columns_from) {
+                       const char* columns_from, const char* type = "e.type") {
   std::string sql;
   const std::size_t base = params.size();
   const char* position = item.tags.empty() ? "e.position" : "t.position";
@@ -46,7 +47,8 @@ std::string item_where(const QueryItem& item, bool before, std::vector<SqlValue>
     sql += std::string(" AND ") + position + " < ?" + std::to_string(params.size());
   }
   if (!item.types.empty()) {
-    sql += " AND e.type IN (" + placeholders(params.size() + 1, item.types.size()) + ")";
+    sql += std::string(" AND ") + type + " IN (" +
+           placeholders(params.size() + 1, item.types.size()) + ")";
     for (const std::string& type : item.types) params.emplace_back(type);
   }
   for (std::size_t i = 1; i < item.tags.size(); ++i) {
@@ -243,12 +245,13 @@ std::vector<ConditionStatement> condition_statements(const AppendCondition& cond
   if (query.items.empty() || before <= condition.after + 1) return out;
   for (const QueryItem& item : query.items) {
     ConditionStatement& s = out.emplace_back();
-    s.sql = std::string("SELECT ") + (item.tags.empty() ? "e.position " : "t.position ") +
-            item_where(item, true, s.params,
-                       item.tags.empty() ? "FROM events e"
-                       : item.types.empty()
-                           ? "FROM factum_event_tags t"
-                           : "FROM factum_event_tags t JOIN events e ON e.position = t.position");
+    // A tagged item's type is looked up per tag row (an index probe): a join left to the
+    // planner scanned the whole log per row on PostgreSQL (tests/postgres/plans_test.cpp).
+    s.sql = item.tags.empty()
+                ? "SELECT e.position " + item_where(item, true, s.params, "FROM events e")
+                : "SELECT t.position " +
+                      item_where(item, true, s.params, "FROM factum_event_tags t",
+                                 "(SELECT e.type FROM events e WHERE e.position = t.position)");
     s.sql += std::to_string(kConditionPositions);
     s.params[after_index(item)] = as_int(condition.after);
     s.params[after_index(item) + 1] = as_int(before);

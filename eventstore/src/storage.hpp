@@ -42,11 +42,14 @@ using AppendHook = std::function<void(AppendTransaction&)>;
 // What EventStore's own hook does for an append, for a backend that can do it in its own
 // statements: index the events' tags (tags.hpp) and check a condition (query.hpp) against the
 // events stored before the first one the append writes, the tag table made first when either
-// needs it. Passed with the hook that does the same, which a backend runs where it does not.
+// needs it; and require a key in the store for each subject of the events' personal values
+// (keyring.hpp require_keys). Passed with the hook that does the same, which a backend runs
+// where it does not.
 struct AppendChecks {
   bool tags = false;
   const AppendCondition* condition = nullptr;
   bool tag_table = false;  // the tags or the condition read or write factum_event_tags
+  bool keys = false;
 };
 
 // What a page read selects.

@@ -354,6 +354,28 @@ TEST_CASE("a value sealed before a forget is never stored after it, whichever st
   CHECK(p.store.verify().ok());
 }
 
+TEST_CASE("a value sealed before this store's own forget is refused on a stream it knows") {
+  Personal_ p;
+  p.register_user("1", "Ann");
+  // Two appends to pay-1: the writer knows the stream and the key table (on PostgreSQL its next
+  // append there takes the one-round-trip way, whose guard checks the keys).
+  p.store.append("pay-1", ExpectedVersion::any(), p.registry,
+                 MoneySent{{"user:1", "Ann"}, {"user:2", "Bob"}, 1});
+  p.store.append("pay-1", ExpectedVersion::any(), p.registry,
+                 MoneySent{{"user:2", "Bob"}, {"user:3", "Cy"}, 2});
+  const EventData early = p.registry.encode(MoneySent{{"user:1", "Ann"}, {"user:2", "Bob"}, 3});
+  p.store.forget("user:1");  // through this store's own writer: what it remembers stays exact
+  const Position head = p.store.head_position();
+  CHECK_THROWS_WITH_AS(p.store.append("pay-1", ExpectedVersion::exact(2), {&early, 1}),
+                       doctest::Contains("'user:1', which was forgotten"), InvalidArgument);
+  CHECK(p.store.head_position() == head);
+  // The same stream takes the values of a subject with a key, at the version left.
+  const AppendResult r = p.store.append("pay-1", ExpectedVersion::exact(2), p.registry,
+                                        MoneySent{{"user:2", "Bob"}, {"user:3", "Cy"}, 4});
+  CHECK(r.last_position == head + 1);
+  CHECK(p.store.verify().ok());
+}
+
 TEST_CASE("threads appending a subject's values while it is forgotten: none lands after the fact") {
   Personal_ p;
   p.register_user("1", "Ann");

@@ -16,6 +16,7 @@
 #include "postgres/statements.hpp"
 #include "support/pg_test.hpp"
 #include "support/temp_dir.hpp"
+#include "tags_index.hpp"
 
 using namespace factum;
 using factum::detail::pg::PlannedStatement;
@@ -57,6 +58,11 @@ std::string store_with(std::size_t events) {
     store.append("account-" + std::to_string(n / 100 % 100), ExpectedVersion::any(),
                  make_events(100));
   }
+  // The tables the writer's checks read: the tag index (conditions) and the subjects' keys
+  // (personal values), which a forget makes.
+  store.write_sql(
+      [](Sql& sql) { sql.execute(factum::detail::tag_table_ddl(SqlDialect::postgres)); });
+  store.forget("user:9");
   return uri;
 }
 

@@ -1,6 +1,10 @@
 #include "postgres/statements.hpp"
 
+#include <algorithm>
+#include <variant>
+
 #include "event_rows.hpp"
+#include "query_index.hpp"
 
 namespace factum::detail::pg {
 namespace {
@@ -85,6 +89,23 @@ const std::string kIdsStored =
     std::string("SELECT x.id, (SELECT ") + kStreamIdOfRow +
     " FROM events e WHERE e.event_id = x.id) FROM (SELECT decode(h, 'hex') AS id FROM "
     "unnest(string_to_array($1, ',')) AS h) AS x";
+const std::string kKeysOf =
+    "SELECT k.subject, CASE WHEN k.wrapped IS NULL THEN 0 ELSE 1 END::bigint FROM "
+    "factum_subject_keys k WHERE k.subject = ANY (string_to_array($1, E'\\n'))";
+// Each subject's key looked up by a scalar subquery (an index probe), not a join.
+const std::string kMissingKeysGuard =
+    "SELECT (count(*) * 100000)::int2 FROM unnest(string_to_array($1, E'\\n')) AS s(subject) "
+    "WHERE (SELECT k.wrapped IS NOT NULL FROM factum_subject_keys k WHERE k.subject = "
+    "s.subject) IS NOT TRUE";
+
+std::string condition_sql(std::string_view sql, bool guard) {
+  // Every parameter is numbered ("?N"), and the text holds no literal: "?" becomes "$".
+  std::string out(sql);
+  std::replace(out.begin(), out.end(), '?', '$');
+  if (guard) out = "SELECT (count(*) * 100000)::int2 FROM (" + out + ") found";
+  return out;
+}
+
 const std::string kStreamKeyAndVersion = std::string("SELECT s.stream_key, ") +
                                          kLastVersionOfStreamRow +
                                          " FROM streams s WHERE s.stream_id = $1";
@@ -116,7 +137,7 @@ std::vector<PlannedStatement> planned_statements() {
   const std::vector<std::string> row_values = {
       "'account-7'", "500",  "3",    id,  "'bank.Deposited'", "1", "'\\x00'::bytea", "NULL", "NULL",
       "NULL",        "NULL", "NULL", "0", "'\\x00'::bytea"};
-  return {
+  std::vector<PlannedStatement> out = {
       {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
       {"names of streams", kStreamNames, {"text"}, {"'{7,8}'"}},
       {"page of a stream",
@@ -148,7 +169,29 @@ std::vector<PlannedStatement> planned_statements() {
       {"event of an id", kEventOfId, {"bytea"}, {id}},
       {"stream of an id", kStreamOfId, {"bytea"}, {id}},
       {"insert of an event", insert_events_sql(1), row_types, row_values},
+      {"keys of subjects", kKeysOf, {"text"}, {"E'user:1\\nuser:2'"}},
+      {"subjects without a key", kMissingKeysGuard, {"text"}, {"E'user:1\\nuser:2'"}},
   };
+  // A condition's statements (and their guards): an item of a tag, of a tag and a type, of a
+  // type, each from its position to the log's head.
+  const Query query{{QueryItem{{}, {"user:alice"}}, QueryItem{{"user.Renamed"}, {"user:alice"}},
+                     QueryItem{{"user.Renamed"}, {}}}};
+  const std::vector<ConditionStatement> checks = condition_statements({query, 400}, 500);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    PlannedStatement s;
+    for (const SqlValue& v : checks[i].params) {
+      const bool number = std::holds_alternative<std::int64_t>(v);
+      s.types.emplace_back(number ? "bigint" : "text");
+      s.values.push_back(number ? std::to_string(std::get<std::int64_t>(v))
+                                : "'" + std::get<std::string>(v) + "'");
+    }
+    for (const bool guard : {false, true}) {
+      s.name = "condition item " + std::to_string(i + 1) + (guard ? ", as a guard" : "");
+      s.sql = condition_sql(checks[i].sql, guard);
+      out.push_back(s);
+    }
+  }
+  return out;
 }
 
 }  // namespace factum::detail::pg

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace factum::detail::pg {
@@ -76,6 +77,15 @@ extern const std::string kIdsStored;
 extern const std::string kStreamKeyAndVersion;
 extern const std::string kEventOfId;
 extern const std::string kStreamOfId;
+
+// The keys of "\n"-separated subject ids $1: (subject, 1 when it has a key, 0 when it was
+// forgotten) for each one in the key table. kMissingKeysGuard: fails with SQLSTATE 22003 (a
+// numeric value out of range) when one of them has no key (a speculation's guard).
+extern const std::string kKeysOf;
+extern const std::string kMissingKeysGuard;
+// A condition's statement (query_index.hpp, Sql's "?N" form) in PostgreSQL's words; as a
+// `guard`, failing with SQLSTATE 22003 when it finds an event instead of answering its position.
+std::string condition_sql(std::string_view sql, bool guard);
 
 // INSERT of `rows` events, 14 parameters per row (stream id, position, version, then the
 // columns from event_id on), each row's stream key looked up by its stream id.

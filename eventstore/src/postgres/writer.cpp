@@ -70,7 +70,7 @@ PgConn& PgWriter::conn() {
 
 void PgWriter::run_custom(Pending& p) noexcept {
   cache_.valid = false;  // the SQL may write anything (or drop anything)
-  tag_table_ = false;
+  tag_table_ = key_table_ = false;
   try {
     PgConn& c = conn();
     // The caller's SQL is planned as the server would by default (postgres/statements.hpp).
@@ -154,6 +154,9 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       Known known;
       const bool tag_table = tag_table_needed(group);
       Tail tail = begin_group(c, group, known, next.commits);
+      // The group made the key table (when missing) if it checked keys: it exists once the
+      // group commits.
+      const bool key_table = known.keys_checked;
       // A stale speculation dropped the cache and set contended_: it stays set until a careful
       // group finds the head where this writer's last commit left it.
       if (cache_.valid) {
@@ -225,6 +228,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       }
       // Committed. The cache is kept when the head row's answer is sound.
       if (tag_table) tag_table_ = true;
+      if (key_table) key_table_ = true;
       next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
                                               r[r.size() - 2].int64(0, 1, next.commits));
       next.tail = tail;

@@ -114,6 +114,10 @@ class PgWriter {
     // The positions matching the condition of the group's first append (when it has one that
     // is checked here), among the stored events.
     std::vector<Position> conflicts;
+    // Whether each subject of the group's personal values has a key (true), was forgotten
+    // (false), or is unknown (absent), when `keys_checked`.
+    std::map<std::string, bool, std::less<>> keys;
+    bool keys_checked = false;
   };
 
   // The inserts of decided appends, sent together: the new streams' rows first, then the
@@ -172,6 +176,9 @@ class PgWriter {
   }
   // Whether an append of `group` decided here reads or writes the tag table.
   static bool tag_table_needed(std::span<Pending* const> group);
+  // The subjects of the personal values of the group's appends decided here ("\n"-separated,
+  // each once; empty when none).
+  static std::string subjects_needed(std::span<Pending* const> group);
   // Sends the statements that check `condition` against the events before `before` (each
   // answers the positions it found), or, as `guards`, that fail with SQLSTATE 22003 (a
   // numeric value out of range) when they find any.
@@ -311,6 +318,9 @@ class PgWriter {
   // A speculation that needs the table sends its CREATE TABLE only while this is false; the
   // careful way always does.
   bool tag_table_ = false;
+  // The leader's, likewise for the key table (factum_subject_keys): a speculation checks keys
+  // only once it exists (a careful group makes it).
+  bool key_table_ = false;
   GroupCommit<Pending> group_commit_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "keyring.hpp"
 #include "postgres/rows.hpp"
 #include "postgres/writer.hpp"
 #include "query_index.hpp"
@@ -27,13 +28,33 @@ bool PgWriter::tag_table_needed(std::span<Pending* const> group) {
                      [](const Pending* p) { return p->checks != nullptr && p->checks->tag_table; });
 }
 
+std::string PgWriter::subjects_needed(std::span<Pending* const> group) {
+  std::set<std::string> subjects;
+  for (const Pending* p : group) {
+    if (p->checks == nullptr || !p->checks->keys) continue;
+    for (const AppendView& a : p->appends) {
+      for (const EventData& e : a.events) {
+        if (!e.metadata.values.contains(kSubjectsMetadataKey)) continue;
+        try {
+          for (std::string& s : subjects_of(e.metadata)) subjects.insert(std::move(s));
+        } catch (const InvalidArgument&) {
+          // Malformed: decide refuses that append alone.
+        }
+      }
+    }
+  }
+  std::string out;
+  for (const std::string& s : subjects) {
+    if (!out.empty()) out.push_back('\n');  // subject ids hold no control characters
+    out += s;
+  }
+  return out;
+}
+
 void PgWriter::send_condition(Pipeline& q, const AppendCondition& condition, Position before,
                               bool guards) {
   for (const ConditionStatement& s : condition_statements(condition, before)) {
-    // Every parameter is numbered ("?N"), and the text holds no literal: "?" becomes "$".
-    std::string sql = s.sql;
-    std::replace(sql.begin(), sql.end(), '?', '$');
-    if (guards) sql = "SELECT (count(*) * 100000)::int2 FROM (" + sql + ") found";
+    const std::string sql = pg::condition_sql(s.sql, guards);
     Params params;
     for (const SqlValue& v : s.params) {
       if (const auto* n = std::get_if<std::int64_t>(&v)) {
@@ -69,6 +90,8 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
       }
     }
   }
+  std::string subjects = subjects_needed(group);
+  if (!subjects.empty() && !key_table_) return false;  // the careful way makes the table
   Versions decided;
   Tail tail = cache_.tail;
   Batch batch;
@@ -100,6 +123,12 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   if (const AppendCondition* condition = condition_of(*group.front())) {
     send_condition(q, *condition, cache_.tail.position + 1, true);
   }
+  if (!subjects.empty()) {
+    // A subject without a live key (forgotten, or unknown) fails it: 22003, as a condition's.
+    Params keys;
+    keys.own(std::move(subjects));
+    q.send(pg::kMissingKeysGuard, keys);
+  }
   batch.send(q);
   PgResult failed;
   std::vector<PgResult> r;
@@ -118,7 +147,7 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
     // A condition's guard found events (22003), or the tag table is gone (42P01, dropped behind
     // the store's back): the careful way reports the events found, or makes the table. The
     // cache is still exact: the guard before them found it so.
-    if (code == "42P01") tag_table_ = false;
+    if (code == "42P01") tag_table_ = key_table_ = false;
     if (code == "22003" || code == "42P01") return false;
     cache_.valid = false;
     if (code == "22012") contended_ = true;  // another writer committed since this one
@@ -168,7 +197,20 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
   Params id_params;
   id_params.own(std::move(ids));
   first.send(pg::kIdsStored, id_params);
-  if (tag_table_needed(group)) first.send(tag_table_ddl(SqlDialect::postgres), Params());
+  std::size_t sent = 4;  // BEGIN, the lock, the streams, the ids
+  if (tag_table_needed(group)) {
+    first.send(tag_table_ddl(SqlDialect::postgres), Params());
+    ++sent;
+  }
+  const std::size_t keys_at = sent;
+  std::string subjects = subjects_needed(group);
+  Params subject_params;
+  if (!subjects.empty()) {
+    first.send(key_table_ddl(SqlDialect::postgres), Params());
+    subject_params.own(std::move(subjects));
+    first.send(pg::kKeysOf, subject_params);
+    known.keys_checked = true;
+  }
   const AppendCondition* condition =
       native(*group.front()) ? condition_of(*group.front()) : nullptr;
   // Under the lock: every stored event is before the group's first.
@@ -187,6 +229,12 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
     std::optional<EventId> id;
     if (r[3].null(i, 1)) continue;  // not stored
     if (read_id(r[3], i, 0, id) && id) known.ids[*id] = {std::string(r[3].text(i, 1))};
+  }
+  if (known.keys_checked) {
+    const PgResult& keys = r[keys_at + 1];
+    for (int i = 0; i < keys.rows(); ++i) {
+      known.keys[std::string(keys.text(i, 0))] = keys.int64_or(i, 1, 0) == 1;
+    }
   }
   if (condition != nullptr) {
     const std::size_t items = condition->fail_if_events_match.items.size();
@@ -245,9 +293,25 @@ void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, st
       }
     }
   }
-  // As EventStore's hook would, after the streams' checks: the condition, then the tags.
-  if (const AppendCondition* condition = condition_of(p))
+  // As EventStore's hook would, after the streams' checks: the condition, the keys, the tags.
+  if (const AppendCondition* condition = condition_of(p)) {
     fail_condition(*condition, known.conflicts);
+  }
+  if (p.checks != nullptr && p.checks->keys) {
+    // Malformed subjects are refused here; in a speculation, its guard checks the keys.
+    for (const AppendView& a : p.appends) {
+      for (const EventData& e : a.events) {
+        if (!e.metadata.values.contains(kSubjectsMetadataKey)) continue;
+        for (const std::string& subject : subjects_of(e.metadata)) {
+          if (!known.keys_checked) continue;
+          const auto key = known.keys.find(subject);
+          if (key == known.keys.end() || !key->second) {
+            missing_key(e.id, a.stream, subject, key != known.keys.end());
+          }
+        }
+      }
+    }
+  }
   std::vector<std::vector<std::string>> tags;  // of each event, in order
   if (p.checks != nullptr && p.checks->tags) {
     for (const AppendView& a : p.appends) {
