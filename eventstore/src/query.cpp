@@ -28,9 +28,9 @@ std::string placeholders(std::size_t first, std::size_t count) {
 
 // The FROM ... WHERE of an item's events after ?1 (and, with `before`, before ?2), the
 // parameters appended to `params`; the item's events are `e` (its first tag's rows `t`), their
-// type `type` (the column, or a look-up where `e` is not joined).
+// type `type_of` (the column, or a look-up where `e` is not joined).
 std::string item_where(const QueryItem& item, bool before, std::vector<SqlValue>& params,
-                       const char* columns_from, const char* type = "e.type") {
+                       const char* columns_from, const char* type_of = "e.type") {
   std::string sql;
   const std::size_t base = params.size();
   const char* position = item.tags.empty() ? "e.position" : "t.position";
@@ -47,7 +47,7 @@ std::string item_where(const QueryItem& item, bool before, std::vector<SqlValue>
     sql += std::string(" AND ") + position + " < ?" + std::to_string(params.size());
   }
   if (!item.types.empty()) {
-    sql += std::string(" AND ") + type + " IN (" +
+    sql += std::string(" AND ") + type_of + " IN (" +
            placeholders(params.size() + 1, item.types.size()) + ")";
     for (const std::string& type : item.types) params.emplace_back(type);
   }
