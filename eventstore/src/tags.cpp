@@ -75,28 +75,28 @@ void index_tags(Sql& sql, std::span<const RecordedEvent> events) {
   // tags of a whole batch, instead of one per tag.
   constexpr std::size_t kRows = 256;
   std::vector<SqlValue> params;
-  std::string text;
   const auto flush = [&] {
     if (params.empty()) return;
-    sql.execute(text, params);
+    sql.execute(insert_tags_sql(params.size() / 2), params);
     params.clear();
   };
   for (const RecordedEvent& e : events) {
     for (const std::string& tag : tags_of(e.metadata)) {
-      // Appended in place: a copy of the text per row made a 256-row statement quadratic.
-      if (params.empty()) {
-        text = "INSERT INTO factum_event_tags (tag, position) VALUES ";
-      } else {
-        text += ", ";
-      }
-      text += "(?" + std::to_string(params.size() + 1) + ", ?" + std::to_string(params.size() + 2) +
-              ")";
       params.emplace_back(tag);
       params.emplace_back(static_cast<std::int64_t>(e.position));
       if (params.size() == 2 * kRows) flush();
     }
   }
   flush();
+}
+
+std::string insert_tags_sql(std::size_t rows) {
+  std::string sql = "INSERT INTO factum_event_tags (tag, position) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (i > 0) sql += ", ";
+    sql += "(?" + std::to_string(2 * i + 1) + ", ?" + std::to_string(2 * i + 2) + ")";
+  }
+  return sql;
 }
 
 void TagDigest::add(std::string_view tag, Position position) {

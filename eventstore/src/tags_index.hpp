@@ -22,6 +22,8 @@ std::string tag_table_ddl(SqlDialect dialect);
 // (tag, position) per tag of each of `events`, in multi-row inserts. Throws InvalidArgument for
 // a malformed tags value, StorageError.
 void index_tags(Sql& sql, std::span<const RecordedEvent> events);
+// The INSERT of `rows` rows (tag, position) into the tag table, in Sql's "?N" form.
+std::string insert_tags_sql(std::size_t rows);
 
 // An order-free digest of (tag, position) pairs: the sums, lane by lane, of their SHA-256.
 struct TagDigest {

@@ -73,13 +73,7 @@ std::string pg_test_uri() {
   std::ostringstream schema;
   schema << "t_" << ::getpid() << '_' << counter++ << '_' << std::hex << std::random_device{}();
 
-  const Connection conn = connect(server);
-  // The name is [a-z0-9_] only: no quoting needed.
-  const Result result(PQexec(conn.get(), ("CREATE SCHEMA " + schema.str()).c_str()));
-  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-    throw std::runtime_error("factum tests: cannot create the schema " + schema.str() + " on " +
-                             server + ": " + PQerrorMessage(conn.get()));
-  }
+  pg_execute(server, "CREATE SCHEMA " + schema.str());  // [a-z0-9_] only: no quoting needed
   return server + (server.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
          schema.str();
 }

@@ -89,21 +89,28 @@ const std::string kIdsStored =
     std::string("SELECT x.id, (SELECT ") + kStreamIdOfRow +
     " FROM events e WHERE e.event_id = x.id) FROM (SELECT decode(h, 'hex') AS id FROM "
     "unnest(string_to_array($1, ',')) AS h) AS x";
+// Rows counted; 22003 (a smallint out of range) when there is any: a guard that aborts the
+// transaction of a pipeline.
+constexpr const char* kFailIfAny = "SELECT (count(*) * 100000)::int2 FROM ";
+
 const std::string kKeysOf =
     "SELECT k.subject, CASE WHEN k.wrapped IS NULL THEN 0 ELSE 1 END::bigint FROM "
     "factum_subject_keys k WHERE k.subject = ANY (string_to_array($1, E'\\n'))";
 // Each subject's key looked up by a scalar subquery (an index probe), not a join.
 const std::string kMissingKeysGuard =
-    "SELECT (count(*) * 100000)::int2 FROM unnest(string_to_array($1, E'\\n')) AS s(subject) "
-    "WHERE (SELECT k.wrapped IS NOT NULL FROM factum_subject_keys k WHERE k.subject = "
+    std::string(kFailIfAny) +
+    "unnest(string_to_array($1, E'\\n')) AS s(subject) WHERE (SELECT k.wrapped IS NOT NULL FROM "
+    "factum_subject_keys k WHERE k.subject = "
     "s.subject) IS NOT TRUE";
 
-std::string condition_sql(std::string_view sql, bool guard) {
-  // Every parameter is numbered ("?N"), and the text holds no literal: "?" becomes "$".
+std::string dollar_sql(std::string_view sql) {
   std::string out(sql);
   std::replace(out.begin(), out.end(), '?', '$');
-  if (guard) out = "SELECT (count(*) * 100000)::int2 FROM (" + out + ") found";
   return out;
+}
+
+std::string condition_sql(std::string_view sql, bool guard) {
+  return guard ? kFailIfAny + ("(" + dollar_sql(sql) + ") found") : dollar_sql(sql);
 }
 
 const std::string kStreamKeyAndVersion = std::string("SELECT s.stream_key, ") +

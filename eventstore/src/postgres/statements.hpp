@@ -83,8 +83,11 @@ extern const std::string kStreamOfId;
 // numeric value out of range) when one of them has no key (a speculation's guard).
 extern const std::string kKeysOf;
 extern const std::string kMissingKeysGuard;
-// A condition's statement (query_index.hpp, Sql's "?N" form) in PostgreSQL's words; as a
-// `guard`, failing with SQLSTATE 22003 when it finds an event instead of answering its position.
+// A statement of factum's own in Sql's "?N" form (every parameter numbered, no literal holding
+// "?") in PostgreSQL's words ("$N").
+std::string dollar_sql(std::string_view sql);
+// A condition's statement (query_index.hpp) in PostgreSQL's words; as a `guard`, failing with
+// SQLSTATE 22003 when it finds an event instead of answering its position.
 std::string condition_sql(std::string_view sql, bool guard);
 
 // INSERT of `rows` events, 14 parameters per row (stream id, position, version, then the

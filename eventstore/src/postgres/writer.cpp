@@ -152,11 +152,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       }
       committing = false;  // a speculation that did not commit was rolled back
       Known known;
-      const bool tag_table = tag_table_needed(group);
       Tail tail = begin_group(c, group, known, next.commits);
-      // The group made the key table (when missing) if it checked keys: it exists once the
-      // group commits.
-      const bool key_table = known.keys_checked;
       // A stale speculation dropped the cache and set contended_: it stays set until a careful
       // group finds the head where this writer's last commit left it.
       if (cache_.valid) {
@@ -227,8 +223,9 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
         throw unknown_outcome();
       }
       // Committed. The cache is kept when the head row's answer is sound.
-      if (tag_table) tag_table_ = true;
-      if (key_table) key_table_ = true;
+      // The tables the group made when missing exist now.
+      if (known.tag_table) tag_table_ = true;
+      if (known.keys_checked) key_table_ = true;
       next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
                                               r[r.size() - 2].int64(0, 1, next.commits));
       next.tail = tail;

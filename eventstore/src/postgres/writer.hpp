@@ -36,6 +36,7 @@
 #include "postgres/pipeline.hpp"
 #include "postgres/sql_handle.hpp"
 #include "storage.hpp"
+#include "tags_index.hpp"
 
 namespace factum::detail::pg {
 
@@ -117,7 +118,8 @@ class PgWriter {
     // Whether each subject of the group's personal values has a key (true), was forgotten
     // (false), or is unknown (absent), when `keys_checked`.
     std::map<std::string, bool, std::less<>> keys;
-    bool keys_checked = false;
+    bool keys_checked = false;  // and the key table made when missing
+    bool tag_table = false;     // the tag table made when missing
   };
 
   // The inserts of decided appends, sent together: the new streams' rows first, then the
@@ -146,7 +148,9 @@ class PgWriter {
         q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
       }
       for (const Rows& rows : rows_) q.send(pg::insert_events_sql(rows.count), rows.params);
-      for (const Rows& rows : tags_) q.send(insert_tags_sql(rows.count), rows.params);
+      for (const Rows& rows : tags_) {
+        q.send(pg::dollar_sql(detail::insert_tags_sql(rows.count)), rows.params);
+      }
       streams_.clear();
       rows_.clear();
       tags_.clear();
@@ -160,8 +164,6 @@ class PgWriter {
       Params params;
       std::size_t count = 0;
     };
-    // INSERT of `rows` rows of the tag index, 2 parameters per row (tag, position).
-    static std::string insert_tags_sql(std::size_t rows);
     std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
     std::deque<Rows> rows_;
     std::deque<Rows> tags_;

@@ -14,15 +14,6 @@
 
 namespace factum::detail::pg {
 
-std::string PgWriter::Batch::insert_tags_sql(std::size_t rows) {
-  std::string sql = "INSERT INTO factum_event_tags (tag, position) VALUES ";
-  for (std::size_t i = 0; i < rows; ++i) {
-    if (i > 0) sql += ", ";
-    sql += "($" + std::to_string(2 * i + 1) + ", $" + std::to_string(2 * i + 2) + ")";
-  }
-  return sql;
-}
-
 bool PgWriter::tag_table_needed(std::span<Pending* const> group) {
   return std::any_of(group.begin(), group.end(),
                      [](const Pending* p) { return p->checks != nullptr && p->checks->tag_table; });
@@ -198,7 +189,8 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
   id_params.own(std::move(ids));
   first.send(pg::kIdsStored, id_params);
   std::size_t sent = 4;  // BEGIN, the lock, the streams, the ids
-  if (tag_table_needed(group)) {
+  known.tag_table = tag_table_needed(group);
+  if (known.tag_table) {
     first.send(tag_table_ddl(SqlDialect::postgres), Params());
     ++sent;
   }
