@@ -35,8 +35,9 @@ factum::EventData tagged_event(std::vector<std::string> tags) {
   return e;
 }
 
-// The raw ceiling of a read by one tag: the statement read_query runs for a one-tag item, as
-// plain SQL through the store's Sql handle, every column stepped but nothing decoded.
+// The raw ceiling of a read by one tag: the statement read_query runs for a one-tag item on
+// SQLite (the backend this bench runs), as plain SQL through the store's Sql handle, every
+// column stepped but nothing decoded.
 std::size_t raw_read(const factum::EventStore& store, const std::string& tag) {
   std::size_t rows = 0;
   store.read_sql([&](factum::Sql& sql) {

@@ -846,7 +846,9 @@ void fill_tagged(factum::EventStore& store, const Corpus& corpus) {
   }
 }
 
-// The statement read_query runs for an item of one tag, as plain SQL.
+// The rows read_query returns for an item of one tag, by the plain join a user would write (on
+// SQLite the statement read_query runs; on PostgreSQL it reads the events by an array of the
+// tag's positions instead, src/query.cpp).
 constexpr const char* kRawByTag =
     "SELECT e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, "
     "e.payload, e.correlation_id, e.causation_id, e.compensates, e.actor, e.extra, "

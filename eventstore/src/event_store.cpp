@@ -407,6 +407,11 @@ void EventStore::read_sql(const std::function<void(Sql&)>& fn) const {
   impl_->storage_->read_sql(fn);
 }
 
+void detail::StoreAccess::read_own_sql(const EventStore& store,
+                                       const std::function<void(Sql&)>& fn) {
+  store.impl_->storage_->read_own_sql(fn);
+}
+
 EventStore::AppendedSignal& EventStore::on_appended() { return impl_->signal_; }
 
 EventStore::AppendingSignal& EventStore::on_appending() { return impl_->appending_; }

@@ -28,6 +28,17 @@ constexpr std::size_t kConditionPositions = 8;
 std::vector<ConditionStatement> condition_statements(const AppendCondition& condition,
                                                      Position before);
 
+// The statements of a page of read_query/visit_query (Sql's "?N" form), one per item of
+// `query`, each selecting the columns of the item's events after `after`, at most kQueryPage,
+// in order of position, in `dialect`.
+struct QueryReadStatement {
+  std::string sql;
+  std::vector<SqlValue> params;
+};
+constexpr std::size_t kQueryPage = 256;
+std::vector<QueryReadStatement> query_read_statements(const Query& query, Position after,
+                                                      SqlDialect dialect);
+
 // AppendConditionFailed naming the first kConditionPositions of `found` (any order, repeats
 // allowed), or nothing when `found` is empty.
 void fail_condition(const AppendCondition& condition, std::vector<Position> found);

@@ -120,9 +120,14 @@ class Storage {
   // EventStore::verify: the whole chain in one read snapshot, as `options` say; the tags of
   // the events walked go into `tags` (for the check of their index, tags_index.hpp).
   virtual VerifyResult verify(const VerifyOptions& options, TagDigest& tags) = 0;
-  // One write transaction serialised with appends / one read transaction (sql.hpp).
+  // One write transaction serialised with appends / one read transaction (sql.hpp): the
+  // caller's SQL, planned as the backend plans a stranger's statements (on PostgreSQL, the
+  // server's default settings).
   virtual void write_sql(const std::function<void(Sql&)>& fn) = 0;
   virtual void read_sql(const std::function<void(Sql&)>& fn) = 0;
+  // read_sql for the library's own statements (reads by query): planned as the backend plans
+  // its own (on PostgreSQL, factum's planner settings, postgres/statements.hpp).
+  virtual void read_own_sql(const std::function<void(Sql&)>& fn) { read_sql(fn); }
   // A PRAGMA data_version watcher on a connection of its own.
   virtual std::unique_ptr<LogWatcher> watch() = 0;
   // Makes what was deleted or overwritten unrecoverable from the store's files as far as the
@@ -157,5 +162,11 @@ std::uint64_t visit_pages(Storage& storage, PageQuery query, std::size_t page_si
 // A cursor for EventRange that pages through `storage`, checking each page as visit_pages does.
 std::shared_ptr<EventCursor> make_cursor(std::shared_ptr<Storage> storage, PageQuery query,
                                          std::size_t page_size);
+
+// What the library's own modules reach of an EventStore beyond its public calls.
+struct StoreAccess {
+  // Storage::read_own_sql of the store's backend. Throws what it throws.
+  static void read_own_sql(const EventStore& store, const std::function<void(Sql&)>& fn);
+};
 
 }  // namespace factum::detail

@@ -183,20 +183,34 @@ std::vector<PlannedStatement> planned_statements() {
   // type, each from its position to the log's head.
   const Query query{{QueryItem{{}, {"user:alice"}}, QueryItem{{"user.Renamed"}, {"user:alice"}},
                      QueryItem{{"user.Renamed"}, {}}}};
-  const std::vector<ConditionStatement> checks = condition_statements({query, 400}, 500);
-  for (std::size_t i = 0; i < checks.size(); ++i) {
+  // The parameters' types and literals of a statement.
+  const auto with_params = [](const std::vector<SqlValue>& params) {
     PlannedStatement s;
-    for (const SqlValue& v : checks[i].params) {
+    for (const SqlValue& v : params) {
       const bool number = std::holds_alternative<std::int64_t>(v);
       s.types.emplace_back(number ? "bigint" : "text");
       s.values.push_back(number ? std::to_string(std::get<std::int64_t>(v))
                                 : "'" + std::get<std::string>(v) + "'");
     }
+    return s;
+  };
+  const std::vector<ConditionStatement> checks = condition_statements({query, 400}, 500);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    PlannedStatement s = with_params(checks[i].params);
     for (const bool guard : {false, true}) {
       s.name = "condition item " + std::to_string(i + 1) + (guard ? ", as a guard" : "");
       s.sql = condition_sql(checks[i].sql, guard);
       out.push_back(s);
     }
+  }
+  // A read by the same query's page, from position 400.
+  const std::vector<QueryReadStatement> reads =
+      query_read_statements(query, 400, SqlDialect::postgres);
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    PlannedStatement s = with_params(reads[i].params);
+    s.name = "read by query, item " + std::to_string(i + 1);
+    s.sql = dollar_sql(reads[i].sql);
+    out.push_back(s);
   }
   return out;
 }

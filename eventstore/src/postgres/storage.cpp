@@ -169,10 +169,11 @@ class PostgresStorage final : public Storage {
 
   void read_sql(const std::function<void(Sql&)>& fn) override {
     // The caller's SQL is planned as the server would by default (postgres/statements.hpp).
-    auto c = begin_read("starting a read transaction", pg::kCallerPlanner);
-    PgSql sql(*c);
-    fn(sql);
-    c->exec("COMMIT", "ending a read transaction");
+    read_with(pg::kCallerPlanner, fn);
+  }
+
+  void read_own_sql(const std::function<void(Sql&)>& fn) override {
+    read_with(nullptr, fn);  // the connection's settings: factum's
   }
 
   bool purge() override { return true; }  // nothing a client can do: VACUUM (docs)
@@ -182,6 +183,14 @@ class PostgresStorage final : public Storage {
   }
 
  private:
+  // A read transaction with `settings` (SET LOCAL ...; null: none) for `fn`.
+  void read_with(const char* settings, const std::function<void(Sql&)>& fn) {
+    auto c = begin_read("starting a read transaction", settings);
+    PgSql sql(*c);
+    fn(sql);
+    c->exec("COMMIT", "ending a read transaction");
+  }
+
   // Runs `fn` on a pooled connection and returns what it returns. When the connection turns out
   // broken (the server ended it: a restart, pg_terminate_backend), runs it once more on a new
   // one (PgPool::acquire_new: not another pooled one, which may be as dead), as a read changes

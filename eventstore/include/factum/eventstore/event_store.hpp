@@ -57,6 +57,7 @@ struct ForgetResult;  // personal.hpp
 
 namespace detail {
 class StoreImpl;
+struct StoreAccess;  // the library's own modules' way in (storage.hpp)
 
 // The registry of a typed append, once event_registry.hpp defines it. Checked only when a
 // typed append is instantiated (the registry is then a template parameter, so this header
@@ -409,6 +410,7 @@ class EventStore {
   const StoreOptions& options() const noexcept;
 
  private:
+  friend struct detail::StoreAccess;
   explicit EventStore(std::shared_ptr<detail::StoreImpl> impl);
   std::uint64_t visit_stream_views(std::string_view stream, StreamVersion from_version,
                                    const detail::ViewVisitor& fn) const;
