@@ -4,6 +4,8 @@
 // on a connection with factum's planner settings and explained with a generic plan (as a
 // statement prepared long ago runs) and with a custom one, after ANALYZE of an empty store, of a
 // large one, and of a store analyzed while small and grown since (statistics taken mid-load).
+// And which settings plan what: the caller's SQL the server's defaults, factum's own reads
+// factum's.
 #include <doctest/doctest.h>
 #include <libpq-fe.h>
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "postgres/statements.hpp"
+#include "storage.hpp"
 #include "support/pg_test.hpp"
 #include "support/temp_dir.hpp"
 #include "tags_index.hpp"
@@ -143,4 +146,21 @@ TEST_CASE("postgres: every per-append and per-page statement reads an index afte
     store.append("account-" + std::to_string(n % 100), ExpectedVersion::any(), make_events(100));
   }
   check_plans(uri);
+}
+
+TEST_CASE(
+    "postgres: the caller's SQL is planned by the server's defaults, factum's own reads by "
+    "factum's") {
+  const EventStore store = EventStore::open(factum::test::pg_test_uri());
+  const auto setting = [](Sql& sql) {
+    std::string value;
+    sql.query("SELECT current_setting('enable_seqscan')", {},
+              [&](const SqlRow& row) { value = row.text(0); });
+    return value;
+  };
+  // Each twice: the settings are the transaction's, whichever pooled connection it runs on.
+  for (int round = 0; round < 2; ++round) {
+    store.read_sql([&](Sql& sql) { CHECK(setting(sql) == "on"); });
+    detail::StoreAccess::read_own_sql(store, [&](Sql& sql) { CHECK(setting(sql) == "off"); });
+  }
 }
