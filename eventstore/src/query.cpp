@@ -154,15 +154,21 @@ void validate_query(const Query& query) {
 }
 
 bool matches(const Query& query, const RecordedEvent& event) {
+  return detail::matches(query, event.type, event.metadata);
+}
+
+namespace detail {
+
+bool matches(const Query& query, std::string_view type, const Metadata& metadata) {
   std::vector<std::string> tags;
   bool tags_read = false;
   for (const QueryItem& item : query.items) {
     if (!item.types.empty() &&
-        std::find(item.types.begin(), item.types.end(), event.type) == item.types.end()) {
+        std::find(item.types.begin(), item.types.end(), type) == item.types.end()) {
       continue;
     }
     if (!item.tags.empty() && !tags_read) {
-      tags = tags_of(event.metadata);
+      tags = tags_of(metadata);
       tags_read = true;
     }
     const bool all = std::all_of(item.tags.begin(), item.tags.end(), [&](const std::string& t) {
@@ -172,6 +178,8 @@ bool matches(const Query& query, const RecordedEvent& event) {
   }
   return false;
 }
+
+}  // namespace detail
 
 namespace {
 

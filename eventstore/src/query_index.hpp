@@ -43,6 +43,9 @@ std::vector<QueryReadStatement> query_read_statements(const Query& query, Positi
 // allowed), or nothing when `found` is empty.
 void fail_condition(const AppendCondition& condition, std::vector<Position> found);
 
+// matches(query, event) for an event not yet recorded: its type and metadata.
+bool matches(const Query& query, std::string_view type, const Metadata& metadata);
+
 // Whether an item of `query` names a tag (its check reads the tag table).
 bool needs_tag_table(const Query& query);
 

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "factum/eventstore/query.hpp"
+#include "factum/eventstore/tags.hpp"
 #include "support/pg_test.hpp"
 #include "support/silent_server.hpp"
 #include "support/temp_dir.hpp"
@@ -594,6 +596,92 @@ TEST_CASE("postgres: two appends to one stream in one group see each other's ver
   CHECK(ok == 2);
   CHECK(store.stream_version("acct-2") == 2);
   CHECK(store.verify().ok());
+}
+
+// Conditional appends that share a group are each decided with the group (no step-by-step
+// statements under the lock): each is checked against the stored log by its own statements,
+// and against the events of the appends before it in the group, which are not stored yet.
+// Fresh streams (the careful way) and remembered ones (the one round trip way first).
+TEST_CASE("postgres: conditional appends in one group see the stored log and each other") {
+  for (const bool remembered : {false, true}) {
+    CAPTURE(remembered);
+    const std::string uri = pg_test_uri();
+    EventStore store = EventStore::open(uri, TempStore::fast_options());
+    const std::vector<std::string> streams = {"claim-1", "claim-2", "claim-3"};
+    if (remembered) {
+      for (const std::string& s : streams) {
+        store.append(s, ExpectedVersion::no_stream(), make_events(1));
+      }
+    }
+    store.append("lead-1", ExpectedVersion::any(), make_events(1));
+    Raw raw(uri);
+    struct Claim {
+      std::string tag;
+      Position after = 0;
+      std::string outcome;
+      AppendResult result;
+      std::vector<Position> named;
+    };
+    const auto claim = [](std::string tag, Position after) {
+      Claim c;
+      c.tag = std::move(tag);
+      c.after = after;
+      return c;
+    };
+    // Appends the claims in one group, in order, behind a leader that waits for the lock alone.
+    const auto group = [&](std::vector<Claim>& claims) {
+      const std::int64_t commits_before = commits(raw);
+      OrderingLock lock(uri);
+      std::thread first([&] { store.append("lead-1", ExpectedVersion::any(), make_events(1)); });
+      std::vector<std::thread> threads;
+      for (std::size_t t = 0; t < claims.size(); ++t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        threads.emplace_back([&, t] {
+          Claim& c = claims[t];
+          EventData e = make_event("user.Claimed", c.tag);
+          set_tags(e.metadata, {c.tag});
+          try {
+            c.result = store.append(streams[t], ExpectedVersion::any(), {&e, 1},
+                                    AppendCondition{Query::tagged({c.tag}), c.after});
+            c.outcome = "ok";
+          } catch (const AppendConditionFailed& f) {
+            c.outcome = "failed";
+            c.named = f.positions();
+          }
+        });
+      }
+      lock.release_after(raw, 1);
+      first.join();
+      for (auto& t : threads) t.join();
+      MESSAGE("commits for ", claims.size() + 1, " appends: ", commits(raw) - commits_before);
+    };
+    const Position head = store.head_position();
+    // The 2nd claims the 1st's name: it fails on the 1st's event, not stored when it is decided.
+    std::vector<Claim> claims = {claim("username:x", head), claim("username:x", head),
+                                 claim("username:y", head)};
+    group(claims);
+    CHECK(claims[0].outcome == "ok");
+    CHECK(claims[1].outcome == "failed");
+    CHECK(claims[1].named == std::vector<Position>{claims[0].result.last_position});
+    CHECK(claims[2].outcome == "ok");
+    CHECK(store.stream_version(streams[1]) == (remembered ? 1u : 0u));
+    CHECK(store.head_position() == head + 3);  // the leader's and two claims
+    // Now the 2nd claims x again, on the log as read before: it fails on the stored claim, and
+    // the claims around it (each with its own statements' answers) commit.
+    const Position next = store.head_position();
+    claims = {claim("username:z", next), claim("username:x", head), claim("username:w", next)};
+    group(claims);
+    CHECK(claims[0].outcome == "ok");
+    CHECK(claims[1].outcome == "failed");
+    CHECK(claims[1].named == std::vector<Position>{head + 2});  // after the leader's
+    CHECK(claims[2].outcome == "ok");
+    for (const char* tag : {"username:x", "username:y", "username:z", "username:w"}) {
+      CAPTURE(tag);
+      CHECK(read_query(store, Query::tagged({tag})).events.size() == 1);
+    }
+    CHECK(store.head_position() == next + 3);
+    CHECK(store.verify().ok());
+  }
 }
 
 TEST_CASE("postgres: busy_timeout 0 fails an append at once while another holds the log's lock") {

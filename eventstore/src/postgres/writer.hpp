@@ -112,9 +112,16 @@ class PgWriter {
     };
     VersionMap streams;
     std::map<EventId, Stored> ids;
-    // The positions matching the condition of the group's first append (when it has one that
-    // is checked here), among the stored events.
-    std::vector<Position> conflicts;
+    // The positions matching the condition of each of the group's appends that has one
+    // checked here, among the stored events.
+    std::map<const Pending*, std::vector<Position>> conflicts;
+    // The events of the group's appends decided so far, at their positions: a later append's
+    // condition is checked against them too.
+    struct Decided {
+      Position position;
+      const EventData* event;
+    };
+    std::vector<Decided> decided;
     // Whether each subject of the group's personal values has a key (true), was forgotten
     // (false), or is unknown (absent), when `keys_checked`.
     std::map<std::string, bool, std::less<>> keys;
@@ -183,9 +190,9 @@ class PgWriter {
   static std::string subjects_needed(std::span<Pending* const> group);
   // Sends the statements that check `condition` against the events before `before` (each
   // answers the positions it found), or, as `guards`, that fail with SQLSTATE 22003 (a
-  // numeric value out of range) when they find any.
-  static void send_condition(Pipeline& q, const AppendCondition& condition, Position before,
-                             bool guards);
+  // numeric value out of range) when they find any. Returns how many statements it sent.
+  static std::size_t send_condition(Pipeline& q, const AppendCondition& condition, Position before,
+                                    bool guards);
 
   // What this writer knows of the log as its last commit (or look-up) left it: exact while
   // factum_store.commits still has the value read then, since every write of every process
@@ -247,8 +254,9 @@ class PgWriter {
   static void remember(const Pending& p, Versions& out);
 
   // The group in one round trip, when the cache knows each of its streams and each append could
-  // be decided from it (no slots, no compensations, each stream once, a condition only on the
-  // first append, checked by a guard after the head's), as one implicit
+  // be decided from it (no slots, no compensations, each stream once; each condition checked
+  // by guards after the head's, and against the events of the group's appends before it), as
+  // one implicit
   // transaction: a guard that moves the head only if factum_store.commits is still the cached
   // value and divides by zero otherwise (the UPDATE waits for the head row's lock, and re-reads
   // the row once it has it), then the inserts. A stale cache (another writer committed) or a stored
@@ -264,16 +272,16 @@ class PgWriter {
   Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known, std::int64_t& commits);
 
   // True when `p` can be decided from `known`: no slots, no stream or id appended earlier in the
-  // group (or a stream twice in `p`), a condition only on the group's first append (known has
-  // what it found in the stored log), and its first ids are not stored (a retry, or a duplicate
-  // to report as apply does).
+  // group (or a stream twice in `p`), and its first ids are not stored (a retry, or a duplicate
+  // to report as apply does). Its condition, if any, is decided from what `known` found in the
+  // stored log and the events of the group's appends decided before it.
   static bool decidable(const Pending& p, const Known& known,
                         const std::set<std::string, std::less<>>& touched,
                         const std::set<EventId>& written);
 
   // Decides `p` as apply would, from `known`, and adds its inserts to `out`. Throws what apply
   // throws; then nothing of `p` is added.
-  void decide(Pending& p, const Known& known, Batch& out, Tail& tail, std::int64_t now);
+  void decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int64_t now);
 
   // DuplicateEventError for `id`, appended to `stream`, stored in stream `where`.
   [[noreturn]] static void duplicate(const EventId& id, std::string_view stream,

@@ -42,9 +42,10 @@ std::string PgWriter::subjects_needed(std::span<Pending* const> group) {
   return out;
 }
 
-void PgWriter::send_condition(Pipeline& q, const AppendCondition& condition, Position before,
-                              bool guards) {
-  for (const ConditionStatement& s : condition_statements(condition, before)) {
+std::size_t PgWriter::send_condition(Pipeline& q, const AppendCondition& condition, Position before,
+                                     bool guards) {
+  const std::vector<ConditionStatement> statements = condition_statements(condition, before);
+  for (const ConditionStatement& s : statements) {
     const std::string sql = pg::condition_sql(s.sql, guards);
     Params params;
     for (const SqlValue& v : s.params) {
@@ -56,6 +57,7 @@ void PgWriter::send_condition(Pipeline& q, const AppendCondition& condition, Pos
     }
     q.send(sql, params);
   }
+  return statements.size();
 }
 
 void PgWriter::remember(const Pending& p, Versions& out) {
@@ -69,7 +71,7 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   if (!cache_.valid || contended_) return false;
   Known known;
   for (const Pending* p : group) {
-    if (!native(*p) || (p != group.front() && condition_of(*p) != nullptr)) return false;
+    if (!native(*p)) return false;
     for (const AppendView& a : p->appends) {
       const auto it = cache_.streams.find(a.stream);
       if (it == cache_.streams.end() || !a.expected.matches(it->second) ||
@@ -111,8 +113,10 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   // After the guard, which holds the head row's lock: the log is the cached one.
   const bool tag_table = tag_table_needed(group);
   if (tag_table && !tag_table_) q.send(tag_table_ddl(SqlDialect::postgres), Params());
-  if (const AppendCondition* condition = condition_of(*group.front())) {
-    send_condition(q, *condition, cache_.tail.position + 1, true);
+  for (const Pending* p : group) {
+    if (const AppendCondition* condition = condition_of(*p)) {
+      send_condition(q, *condition, cache_.tail.position + 1, true);
+    }
   }
   if (!subjects.empty()) {
     // A subject without a live key (forgotten, or unknown) fails it: 22003, as a condition's.
@@ -203,12 +207,15 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
     first.send(pg::kKeysOf, subject_params);
     known.keys_checked = true;
   }
-  const AppendCondition* condition =
-      native(*group.front()) ? condition_of(*group.front()) : nullptr;
+  // The conditions of the appends decided here (native ones), each item's statement in turn.
   // Under the lock: every stored event is before the group's first.
-  if (condition != nullptr) {
-    send_condition(first, *condition,
-                   static_cast<Position>(std::numeric_limits<std::int64_t>::max()), false);
+  std::vector<std::pair<const Pending*, std::size_t>> conditions;  // and their statements
+  for (const Pending* p : group) {
+    const AppendCondition* condition = native(*p) ? condition_of(*p) : nullptr;
+    if (condition == nullptr) continue;
+    conditions.emplace_back(
+        p, send_condition(first, *condition,
+                          static_cast<Position>(std::numeric_limits<std::int64_t>::max()), false));
   }
   const std::vector<PgResult> r = first.run("locking the log's head");
   const Tail tail = head_row(r[1]);
@@ -228,11 +235,13 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
       known.keys[std::string(keys.text(i, 0))] = keys.int64_or(i, 1, 0) == 1;
     }
   }
-  if (condition != nullptr) {
-    const std::size_t items = condition->fail_if_events_match.items.size();
-    for (std::size_t k = r.size() - items; k < r.size(); ++k) {
+  std::size_t k = r.size();
+  for (const auto& [p, statements] : conditions) k -= statements;
+  for (const auto& [p, statements] : conditions) {
+    std::vector<Position>& found = known.conflicts[p];
+    for (const std::size_t end = k + statements; k < end; ++k) {
       for (int i = 0; i < r[k].rows(); ++i) {
-        known.conflicts.push_back(static_cast<Position>(r[k].int64_or(i, 0, 0)));
+        found.push_back(static_cast<Position>(r[k].int64_or(i, 0, 0)));
       }
     }
   }
@@ -242,7 +251,7 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
 bool PgWriter::decidable(const Pending& p, const Known& known,
                          const std::set<std::string, std::less<>>& touched,
                          const std::set<EventId>& written) {
-  if (!native(p) || (condition_of(p) != nullptr && !touched.empty())) return false;
+  if (!native(p)) return false;
   std::set<std::string_view> mine;
   for (const AppendView& a : p.appends) {
     if (touched.count(a.stream) != 0 || !mine.insert(a.stream).second) return false;
@@ -254,7 +263,7 @@ bool PgWriter::decidable(const Pending& p, const Known& known,
   return true;
 }
 
-void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, std::int64_t now) {
+void PgWriter::decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int64_t now) {
   // Every check first, so that nothing of `p` is added to `out` when one fails.
   for (const AppendView& a : p.appends) {
     const auto stream = known.streams.find(a.stream);
@@ -287,7 +296,18 @@ void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, st
   }
   // As EventStore's hook would, after the streams' checks: the condition, the keys, the tags.
   if (const AppendCondition* condition = condition_of(p)) {
-    fail_condition(*condition, known.conflicts);
+    // The stored events found (none in a speculation: its guards found none), and the events
+    // of the group's appends decided before this one.
+    const auto stored = known.conflicts.find(&p);
+    std::vector<Position> found =
+        stored != known.conflicts.end() ? stored->second : std::vector<Position>();
+    for (const Known::Decided& d : known.decided) {
+      if (d.position > condition->after &&
+          matches(condition->fail_if_events_match, d.event->type, d.event->metadata)) {
+        found.push_back(d.position);
+      }
+    }
+    fail_condition(*condition, std::move(found));
   }
   if (p.checks != nullptr && p.checks->keys) {
     // Malformed subjects are refused here; in a speculation, its guard checks the keys.
@@ -333,6 +353,7 @@ void PgWriter::decide(Pending& p, const Known& known, Batch& out, Tail& tail, st
       if (n < tags.size()) {
         for (const std::string& tag : tags[n]) out.add_tag(tag, f.position);
       }
+      known.decided.push_back({f.position, &e});
       ++n;
       t = {f.position, hash};
     }
