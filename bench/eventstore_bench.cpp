@@ -114,11 +114,12 @@ Config parse(int argc, char** argv) {
   app.add_option(
          "--case", c.only,
          "run one case only (to profile it): append1, append100, threads, read_stream, "
-         "read_stream_view, read_all, read_all_view, scale, query_read or conditional_append")
+         "read_stream_view, read_all, read_all_view, scale, query_read, conditional_append or "
+         "conditional_threads")
       ->type_name("NAME")
       ->check(CLI::IsMember({"append1", "append100", "threads", "read_stream", "read_stream_view",
                              "read_all", "read_all_view", "scale", "query_read",
-                             "conditional_append"}));
+                             "conditional_append", "conditional_threads"}));
   app.add_option("--side", c.side, "time only the raw ceiling or only factum (to profile it)")
       ->type_name("SIDE")
       ->check(CLI::IsMember({"raw", "factum"}));
@@ -506,9 +507,15 @@ std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corp
   return rates;
 }
 
+// What each append of threads_run writes: the corpus's event, or one tagged with a name of its
+// own ("username:t<thread>-<n>"), plainly or on the condition that no event of its tag came
+// before.
+enum class ThreadAppend { plain, tagged, conditional };
+
 // One timed run of 16 threads, each appending 1 event per call to its own stream, on one new
 // store at `location` (a file or a URI); events/s.
-double threads_run(const Config& c, const fs::path& location, const Corpus& corpus) {
+double threads_run(const Config& c, const fs::path& location, const Corpus& corpus,
+                   ThreadAppend kind = ThreadAppend::plain) {
   factum::EventStore store = factum::EventStore::open(location, store_options(c));
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -526,7 +533,18 @@ double threads_run(const Config& c, const fs::path& location, const Corpus& corp
         while (!go.load()) std::this_thread::yield();
         while (!stop.load(std::memory_order_relaxed)) {
           e.id = factum::EventId::generate();
-          store.append(stream, factum::ExpectedVersion::any(), e);
+          if (kind == ThreadAppend::plain) {
+            store.append(stream, factum::ExpectedVersion::any(), e);
+          } else {
+            const std::string name = "username:t" + std::to_string(t) + "-" + std::to_string(n);
+            factum::set_tags(e.metadata, {name});
+            if (kind == ThreadAppend::conditional) {
+              store.append(stream, factum::ExpectedVersion::any(), {&e, 1},
+                           factum::AppendCondition{factum::Query::tagged({name}), 0});
+            } else {
+              store.append(stream, factum::ExpectedVersion::any(), e);
+            }
+          }
           ++n;
         }
         total.fetch_add(n);
@@ -552,7 +570,7 @@ double threads_run(const Config& c, const fs::path& location, const Corpus& corp
   }
   check_interrupt();
   const double rate = static_cast<double>(total.load()) / elapsed;
-  progress(c, "16 threads factum " + rate_text(rate));
+  if (kind == ThreadAppend::plain) progress(c, "16 threads factum " + rate_text(rate));
   return rate;
 }
 
@@ -940,6 +958,7 @@ struct Ceilings {
   std::optional<double> read_all_view_target;
   std::optional<double> query_read_target;
   std::optional<double> conditional_append_target;
+  std::optional<double> conditional_threads_target;
   std::optional<double> schema_target;  // appends against plain SQLite writing factum's schema
 };
 
@@ -973,6 +992,8 @@ class Backend {
   // of 1 tagged event on a one-tag condition against plain appends of it (as `ceiling`).
   virtual Samples query_read() = 0;
   virtual Samples conditional_append() = 0;
+  // 16 threads of conditional appends against 16 of plain tagged ones.
+  virtual Samples conditional_threads() = 0;
 };
 
 std::string durability_name(factum::Durability d) {
@@ -1025,6 +1046,7 @@ class SqliteBackend final : public Backend {
             0.60,
             0.50,
             0.70,
+            0.80,
             std::optional(0.90)};
   }
 
@@ -1084,6 +1106,19 @@ class SqliteBackend final : public Backend {
         c_, "conditional_append", [&] { return run(false); }, [&] { return run(true); });
   }
 
+  Samples conditional_threads() override {
+    auto run = [&](ThreadAppend kind) {
+      const fs::path file =
+          dir_.fresh(kind == ThreadAppend::conditional ? "conditional" : "tagged");
+      const double rate = threads_run(c_, file, corpus_, kind);
+      TempDir::remove_db(file);
+      return rate;
+    };
+    return interleave(
+        c_, "conditional_threads", [&] { return run(ThreadAppend::tagged); },
+        [&] { return run(ThreadAppend::conditional); });
+  }
+
  private:
   const Config& c_;
   const Corpus& corpus_;
@@ -1127,6 +1162,7 @@ class PostgresBackend final : public Backend {
             0.50,
             0.50,
             0.70,
+            0.60,
             std::nullopt};
   }
 
@@ -1349,6 +1385,17 @@ class PostgresBackend final : public Backend {
         c_, "conditional_append", [&] { return run(false); }, [&] { return run(true); });
   }
 
+  Samples conditional_threads() override {
+    auto run = [&](ThreadAppend kind) {
+      const PgSchema schema(*admin_, c_.pg_uri,
+                            kind == ThreadAppend::conditional ? "conditional" : "tagged");
+      return threads_run(c_, schema.uri(), corpus_, kind);
+    };
+    return interleave(
+        c_, "conditional_threads", [&] { return run(ThreadAppend::tagged); },
+        [&] { return run(ThreadAppend::conditional); });
+  }
+
  private:
   // ANALYZE of the store's tables, from the admin connection (through the store, a write_sql
   // would make its writer forget the streams it knows, which changes how it appends).
@@ -1567,6 +1614,14 @@ int run(const Config& c) {
     results.push_back({"conditional_append_1", "append 1 on a condition", a.best_factum(),
                        a.best_ceiling(), "factum append 1 tagged event/call",
                        ceilings.conditional_append_target, a.factum, a.ceiling});
+  }
+
+  if (want("conditional_threads")) {
+    stage("conditional_threads: 16 threads, 1 tagged event per call on a one-tag condition");
+    const Samples a = backend->conditional_threads();
+    results.push_back({"conditional_append_16_threads", "16 threads on a condition",
+                       a.best_factum(), a.best_ceiling(), "factum 16 threads, tagged, plainly",
+                       ceilings.conditional_threads_target, a.factum, a.ceiling});
   }
 
   if (want("scale")) {
