@@ -104,6 +104,18 @@ PgRes RawPg::run(const char* sql, const PgParams& p) {
   return r;
 }
 
+void RawPg::prepare(const char* name, const char* sql, const PgParams& p) {
+  const PgRes r(PQprepare(conn_, name, sql, p.size(), p.types()));
+  if (!succeeded(r.get())) fail(r.get(), sql);
+}
+
+void RawPg::queue_prepared(const char* name, const PgParams& p) {
+  if (PQsendQueryPrepared(conn_, name, p.size(), p.values(), p.lengths(), p.formats(), 1) != 1) {
+    fail(nullptr, name);
+  }
+  ++queued_;
+}
+
 void RawPg::begin_pipeline() {
   if (PQenterPipelineMode(conn_) != 1) fail(nullptr, "entering pipeline mode");
   queued_ = 0;

@@ -103,6 +103,10 @@ class RawPg {
   void begin_pipeline();
   void queue(const char* sql, const PgParams& params);
   void sync();
+  // Prepared statements: prepare() names `sql` (its parameter types those of `params`, out of
+  // pipeline mode); queue_prepared() queues a run of it, as queue() does.
+  void prepare(const char* name, const char* sql, const PgParams& params);
+  void queue_prepared(const char* name, const PgParams& params);
 
  private:
   [[noreturn]] void fail(const PGresult* r, std::string_view sql) const;
