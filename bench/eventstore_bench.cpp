@@ -485,6 +485,19 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
 
 // Timed runs of plain SQLite writing into factum's schema (SchemaLog), `per_call` rows per
 // transaction round the same 100 streams; `reps` runs, each in a fresh file.
+// One timed run of `log` (SchemaLog, SchemaPgLog) appending `per_call` rows per transaction,
+// round the write streams; events/s.
+template <class Log>
+double schema_run(const Config& c, Log& log, std::size_t per_call) {
+  std::vector<std::uint64_t> versions(kWriteStreams);
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::size_t s = i++ % kWriteStreams;
+    log.append(s, versions[s], per_call);
+    return per_call;
+  });
+}
+
 std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corpus& corpus,
                                        std::size_t per_call) {
   std::vector<double> rates;
@@ -492,13 +505,7 @@ std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corp
     const fs::path file = dir.fresh("schema");
     {
       SchemaLog log(file, c, corpus);
-      std::vector<std::uint64_t> versions(kWriteStreams);
-      std::size_t i = 0;
-      rates.push_back(timed(c.seconds, [&] {
-        const std::size_t s = i++ % kWriteStreams;
-        log.append(s, versions[s], per_call);
-        return per_call;
-      }));
+      rates.push_back(schema_run(c, log, per_call));
     }
     TempDir::remove_db(file);
     progress(c, "append " + std::to_string(per_call) + "/call into factum's schema, raw " +
@@ -1310,13 +1317,7 @@ class PostgresBackend final : public Backend {
     for (int rep = 0; rep < c_.reps && c_.side != "factum" && per_call == 1; ++rep) {
       const PgSchema schema(*admin_, c_.pg_uri, "schema");
       SchemaPgLog log(schema.uri(), c_, corpus_);
-      std::vector<std::uint64_t> versions(kWriteStreams);
-      std::size_t i = 0;
-      rates.push_back(timed(c_.seconds, [&] {
-        const std::size_t s = i++ % kWriteStreams;
-        log.append(s, versions[s], per_call);
-        return per_call;
-      }));
+      rates.push_back(schema_run(c_, log, per_call));
       progress(c_, "append 1/call into factum's schema, raw " + rate_text(rates.back()));
     }
     return rates;
