@@ -621,11 +621,14 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
       std::string outcome;
       AppendResult result;
       std::vector<Position> named;
+      std::size_t stream = 0;  // index in `streams`
     };
-    const auto claim = [](std::string tag, Position after) {
+    std::size_t made = 0;  // claims made by `claim` in the current group
+    const auto claim = [&made](std::string tag, Position after) {
       Claim c;
       c.tag = std::move(tag);
       c.after = after;
+      c.stream = made++ % 3;
       return c;
     };
     // Appends the claims in one group, in order, behind a leader that waits for the lock alone.
@@ -641,7 +644,7 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
           EventData e = make_event("user.Claimed", c.tag);
           set_tags(e.metadata, {c.tag});
           try {
-            c.result = store.append(streams[t], ExpectedVersion::any(), {&e, 1},
+            c.result = store.append(streams[c.stream], ExpectedVersion::any(), {&e, 1},
                                     AppendCondition{Query::tagged({c.tag}), c.after});
             c.outcome = "ok";
           } catch (const AppendConditionFailed& f) {
@@ -654,6 +657,7 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
       first.join();
       for (auto& t : threads) t.join();
       MESSAGE("commits for ", claims.size() + 1, " appends: ", commits(raw) - commits_before);
+      made = 0;
     };
     const Position head = store.head_position();
     // The 2nd claims the 1st's name: it fails on the 1st's event, not stored when it is decided.
@@ -680,6 +684,17 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
       CHECK(read_query(store, Query::tagged({tag})).events.size() == 1);
     }
     CHECK(store.head_position() == next + 3);
+    // A claim to a stream appended before it in the group runs step by step (its statements
+    // under the lock, after the decided appends' rows went in): it sees the claim before it too.
+    const Position last = store.head_position();
+    claims = {claim("username:v", last), claim("username:v", last)};
+    claims[1].stream = claims[0].stream;
+    group(claims);
+    CHECK(claims[0].outcome == "ok");
+    CHECK(claims[1].outcome == "failed");
+    CHECK(claims[1].named == std::vector<Position>{claims[0].result.last_position});
+    CHECK(read_query(store, Query::tagged({"username:v"})).events.size() == 1);
+    CHECK(store.head_position() == last + 2);
     CHECK(store.verify().ok());
   }
 }
