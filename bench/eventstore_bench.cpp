@@ -298,6 +298,17 @@ class RawLog {
   std::uint64_t position_ = 0;
 };
 
+// `location` (a file or a URI), after it holds a new store's tables: a store is made by its
+// first write that commits, here one that leaves no table behind.
+template <class Location>
+const Location& created(const Location& location, const Config& c) {
+  factum::EventStore::open(location, store_options(c)).write_sql([](factum::Sql& sql) {
+    sql.execute("CREATE TABLE made (x integer)");
+    sql.execute("DROP TABLE made");
+  });
+  return location;
+}
+
 // Plain SQLite writing the same rows into factum's own schema (the file a new store creates:
 // the streams table, the two unique indexes, AUTOINCREMENT and the insert guard): what any
 // code that keeps factum's format and guarantees pays in SQLite alone, with no hashing and no
@@ -338,14 +349,6 @@ class SchemaLog {
   }
 
  private:
-  static const fs::path& created(const fs::path& file, const Config& c) {
-    // A store is made by its first write that commits: one that leaves no table behind.
-    factum::EventStore::open(file, store_options(c)).write_sql([](factum::Sql& sql) {
-      sql.execute("CREATE TABLE made (x INTEGER)");
-      sql.execute("DROP TABLE made");
-    });
-    return file;
-  }
   void begin() { begin_.run(); }
   void commit() { commit_.run(); }
   void insert(std::size_t key, std::uint64_t version, std::int64_t now) {
@@ -483,8 +486,6 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
   return interleave(c, name, raw, factum);
 }
 
-// Timed runs of plain SQLite writing into factum's schema (SchemaLog), `per_call` rows per
-// transaction round the same 100 streams; `reps` runs, each in a fresh file.
 // One timed run of `log` (SchemaLog, SchemaPgLog) appending `per_call` rows per transaction,
 // round the write streams; events/s.
 template <class Log>
@@ -498,6 +499,8 @@ double schema_run(const Config& c, Log& log, std::size_t per_call) {
   });
 }
 
+// Timed runs of plain SQLite writing into factum's schema (SchemaLog), `per_call` rows per
+// transaction round the same 100 streams; `reps` runs, each in a fresh file.
 std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corpus& corpus,
                                        std::size_t per_call) {
   std::vector<double> rates;
@@ -540,17 +543,15 @@ double threads_run(const Config& c, const fs::path& location, const Corpus& corp
         while (!go.load()) std::this_thread::yield();
         while (!stop.load(std::memory_order_relaxed)) {
           e.id = factum::EventId::generate();
-          if (kind == ThreadAppend::plain) {
-            store.append(stream, factum::ExpectedVersion::any(), e);
+          const std::string name = kind == ThreadAppend::plain
+                                       ? std::string()
+                                       : "username:t" + std::to_string(t) + "-" + std::to_string(n);
+          if (!name.empty()) factum::set_tags(e.metadata, {name});
+          if (kind == ThreadAppend::conditional) {
+            store.append(stream, factum::ExpectedVersion::any(), {&e, 1},
+                         factum::AppendCondition{factum::Query::tagged({name}), 0});
           } else {
-            const std::string name = "username:t" + std::to_string(t) + "-" + std::to_string(n);
-            factum::set_tags(e.metadata, {name});
-            if (kind == ThreadAppend::conditional) {
-              store.append(stream, factum::ExpectedVersion::any(), {&e, 1},
-                           factum::AppendCondition{factum::Query::tagged({name}), 0});
-            } else {
-              store.append(stream, factum::ExpectedVersion::any(), e);
-            }
+            store.append(stream, factum::ExpectedVersion::any(), e);
           }
           ++n;
         }
@@ -1213,15 +1214,6 @@ class SchemaPgLog {
         .bytes(corpus_.payload.data(), corpus_.payload.size())
         .i64(now)
         .bytes(corpus_.hash.data(), corpus_.hash.size());
-  }
-
-  static const std::string& created(const std::string& uri, const Config& c) {
-    // A store is made by its first write that commits: one that leaves no table behind.
-    factum::EventStore::open(uri, store_options(c)).write_sql([](factum::Sql& sql) {
-      sql.execute("CREATE TABLE made (x integer)");
-      sql.execute("DROP TABLE made");
-    });
-    return uri;
   }
 
   RawPg db_;

@@ -623,12 +623,11 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
       std::vector<Position> named;
       std::size_t stream = 0;  // index in `streams`
     };
-    std::size_t made = 0;  // claims made by `claim` in the current group
-    const auto claim = [&made](std::string tag, Position after) {
+    const auto claim = [](std::string tag, Position after, std::size_t stream) {
       Claim c;
       c.tag = std::move(tag);
       c.after = after;
-      c.stream = made++ % 3;
+      c.stream = stream;
       return c;
     };
     // Appends the claims in one group, in order, behind a leader that waits for the lock alone.
@@ -657,12 +656,11 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
       first.join();
       for (auto& t : threads) t.join();
       MESSAGE("commits for ", claims.size() + 1, " appends: ", commits(raw) - commits_before);
-      made = 0;
     };
     const Position head = store.head_position();
     // The 2nd claims the 1st's name: it fails on the 1st's event, not stored when it is decided.
-    std::vector<Claim> claims = {claim("username:x", head), claim("username:x", head),
-                                 claim("username:y", head)};
+    std::vector<Claim> claims = {claim("username:x", head, 0), claim("username:x", head, 1),
+                                 claim("username:y", head, 2)};
     group(claims);
     CHECK(claims[0].outcome == "ok");
     CHECK(claims[1].outcome == "failed");
@@ -673,7 +671,8 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
     // Now the 2nd claims x again, on the log as read before: it fails on the stored claim, and
     // the claims around it (each with its own statements' answers) commit.
     const Position next = store.head_position();
-    claims = {claim("username:z", next), claim("username:x", head), claim("username:w", next)};
+    claims = {claim("username:z", next, 0), claim("username:x", head, 1),
+              claim("username:w", next, 2)};
     group(claims);
     CHECK(claims[0].outcome == "ok");
     CHECK(claims[1].outcome == "failed");
@@ -687,8 +686,7 @@ TEST_CASE("postgres: conditional appends in one group see the stored log and eac
     // A claim to a stream appended before it in the group runs step by step (its statements
     // under the lock, after the decided appends' rows went in): it sees the claim before it too.
     const Position last = store.head_position();
-    claims = {claim("username:v", last), claim("username:v", last)};
-    claims[1].stream = claims[0].stream;
+    claims = {claim("username:v", last, 0), claim("username:v", last, 0)};
     group(claims);
     CHECK(claims[0].outcome == "ok");
     CHECK(claims[1].outcome == "failed");
