@@ -43,13 +43,11 @@ std::vector<std::string> environment_with(const std::vector<std::string>& change
   return out;
 }
 
-// The VmHWM line of /proc/PID/status in KiB (0 once the process is gone).
-long peak_rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
+// The peak factum_peak_memory wrote to `report` (0 when it wrote none: it was killed).
+long reported_peak_kib(const std::filesystem::path& report) {
+  std::ifstream in(report);
+  long kib = 0;
+  return in >> kib ? kib : 0;
 }
 
 CliOptions make_options(const std::filesystem::path& input) {
@@ -65,7 +63,12 @@ CliProcess::CliProcess(const std::vector<std::string>& args, const std::filesyst
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const CliOptions& options)
     : dir_(fresh_dir()), sample_memory_(options.sample_memory) {
-  std::vector<std::string> argv_storage{FACTUM_CLI_PATH};
+  std::vector<std::string> argv_storage;
+  if (sample_memory_) {
+    // It runs factum and writes factum's own peak memory to the file (support/peak_memory.cpp).
+    argv_storage = {FACTUM_PEAK_MEMORY_PATH, (dir_ / "peak").string()};
+  }
+  argv_storage.emplace_back(FACTUM_CLI_PATH);
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
@@ -134,15 +137,14 @@ CliProcess::~CliProcess() {
 CliResult CliProcess::wait(std::chrono::milliseconds deadline) {
   const auto until = std::chrono::steady_clock::now() + deadline;
   int status = 0;
-  long peak = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (sample_memory_) peak = std::max(peak, peak_rss_kib(pid_));
     if (std::chrono::steady_clock::now() > until) {
+      // With sample_memory this kills factum_peak_memory, and factum with it.
       kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(sample_memory_ ? 2 : 5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   pid_ = -1;
   CliResult r;
@@ -154,7 +156,7 @@ CliResult CliProcess::wait(std::chrono::milliseconds deadline) {
   } else {
     r.err = slurp(dir_ / "err");
   }
-  r.peak_rss_kib = peak;
+  if (sample_memory_) r.peak_rss_kib = reported_peak_kib(dir_ / "peak");
   return r;
 }
 

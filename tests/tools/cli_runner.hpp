@@ -16,8 +16,9 @@ struct CliResult {
   int code = -1;  // the exit status; 128 + N when killed by signal N
   std::string out;
   std::string err;
-  // With CliOptions::sample_memory: the highest VmHWM (peak resident set, KiB) read from
-  // /proc while the program ran, a lower bound of its true peak sampled every 2 ms.
+  // With CliOptions::sample_memory: the program's peak resident set in KiB, the kernel's own
+  // figure (wait4's ru_maxrss, through factum_peak_memory: support/peak_memory.cpp), including
+  // its last moments; 0 when it was killed at the deadline.
   long peak_rss_kib = 0;
 };
 
