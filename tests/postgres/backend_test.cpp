@@ -598,6 +598,51 @@ TEST_CASE("postgres: two appends to one stream in one group see each other's ver
   CHECK(store.verify().ok());
 }
 
+// Streams made by one group learn their keys from their inserts (RETURNING, read back by their
+// place among the group's statements); the next appends to them send those keys. Each event
+// must land in its own stream.
+TEST_CASE("postgres: streams made together in one group are remembered by their own keys") {
+  const std::string uri = pg_test_uri();
+  EventStore store = EventStore::open(uri, TempStore::fast_options());
+  store.append("warmup-1", ExpectedVersion::any(), make_events(1));
+  Raw raw(uri);
+  OrderingLock lock(uri);
+  std::thread first([&] { store.append("warmup-1", ExpectedVersion::exact(1), make_events(1)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  constexpr int kStreams = 4;
+  std::vector<std::thread> makers;
+  for (int i = 1; i <= kStreams; ++i) {
+    makers.emplace_back([&store, i] {
+      const std::string stream = "made-" + std::to_string(i);
+      store.append(stream, ExpectedVersion::no_stream(), make_events(1, stream + "-first-"));
+    });
+  }
+  lock.release_after(raw, 1);
+  first.join();
+  for (std::thread& t : makers) t.join();
+  // Made by one group: the four streams' rows were inserted together.
+  REQUIRE(
+      raw.text("SELECT count(DISTINCT xmin::text) FROM streams WHERE stream_id LIKE 'made-%'") ==
+      "1");
+  for (int round = 0; round < 2; ++round) {
+    for (int i = kStreams; i >= 1; --i) {
+      const std::string stream = "made-" + std::to_string(i);
+      CHECK(store.append(stream, ExpectedVersion::exact(1 + round), make_events(1, stream + "-"))
+                .stream_version == 2 + round);
+    }
+  }
+  EventStore fresh = EventStore::open(uri, TempStore::fast_options());
+  for (int i = 1; i <= kStreams; ++i) {
+    const std::string stream = "made-" + std::to_string(i);
+    const auto events = fresh.read_stream(stream).to_vector();
+    REQUIRE(events.size() == 3);
+    for (const RecordedEvent& e : events) {
+      CHECK(to_string(e.payload).rfind(stream + "-", 0) == 0);
+    }
+  }
+  CHECK(fresh.verify().ok());
+}
+
 // Conditional appends that share a group are each decided with the group (no step-by-step
 // statements under the lock): each is checked against the stored log by its own statements,
 // and against the events of the appends before it in the group, which are not stored yet.
@@ -748,6 +793,39 @@ TEST_CASE("postgres: a writer whose remembered versions went stale appends by th
   for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i].position == i + 1);
   CHECK(b.stream_version("acct-1") == 7);
   CHECK(a.verify().ok());
+}
+
+// A writer remembers each stream's key and sends it with the stream's rows. Here the store is
+// made again in its place behind the writer's back (the schema dropped, a new store made) and
+// brought to the same head and commit count, with the key the writer remembers for acct-1 now
+// another stream's: the writer must see that the store is not the one it remembers, not put its
+// event into that stream.
+TEST_CASE("postgres: a store made again in its place is not taken for the one a writer knew") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  a.append("acct-1", ExpectedVersion::no_stream(), make_events(1, "a-"));
+  a.append("acct-1", ExpectedVersion::exact(1), make_events(1, "a-"));
+  Raw raw(uri);
+  const std::string schema = raw.text("SELECT current_schema()");
+  REQUIRE(!schema.empty());
+  const std::string commits = raw.text("SELECT commits FROM factum_store");
+  raw.exec("DROP SCHEMA \"" + schema + "\" CASCADE; CREATE SCHEMA \"" + schema + "\"");
+  {
+    EventStore b = EventStore::open(uri, TempStore::fast_options());
+    b.append("other-1", ExpectedVersion::no_stream(), make_events(2, "o-"));  // key 1, as acct-1
+  }
+  raw.exec("UPDATE factum_store SET commits = " + commits);
+  REQUIRE(raw.text("SELECT stream_key FROM streams WHERE stream_id = 'other-1'") == "1");
+
+  // a remembers acct-1 (key 1) at version 2 and the head at position 2.
+  const AppendResult r = a.append("acct-1", ExpectedVersion::any(), make_events(1, "n-"));
+  CHECK(r == AppendResult{1, 3, 3});
+  EventStore fresh = EventStore::open(uri, TempStore::fast_options());
+  CHECK(fresh.read_stream("other-1").to_vector().size() == 2);
+  const auto acct = fresh.read_stream("acct-1").to_vector();
+  REQUIRE(acct.size() == 1);
+  CHECK(acct[0].stream_version == 1);
+  CHECK(fresh.verify().ok());
 }
 
 TEST_CASE("postgres: retries and stored ids are told apart after a remembered append") {

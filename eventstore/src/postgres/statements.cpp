@@ -81,9 +81,9 @@ const std::string kPageVerify = "SELECT " + columns(kStreamIdOfRow) + ", NULL::b
                                 "LIMIT $2";
 
 const std::string kLockHead =
-    "SELECT position, hash, commits FROM factum_store WHERE id = 1 FOR UPDATE";
+    "SELECT position, hash, commits, tableoid::bigint FROM factum_store WHERE id = 1 FOR UPDATE";
 const std::string kStreamsNamed = std::string("SELECT s.stream_id, ") + kLastVersionOfStreamRow +
-                                  " FROM streams s WHERE s.stream_id = ANY "
+                                  ", s.stream_key FROM streams s WHERE s.stream_id = ANY "
                                   "(string_to_array($1, E'\\n'))";
 const std::string kIdsStored =
     std::string("SELECT x.id, (SELECT ") + kStreamIdOfRow +
@@ -121,19 +121,26 @@ const std::string kEventOfId = std::string("SELECT e.position, e.stream_key, e.s
 const std::string kStreamOfId =
     std::string("SELECT ") + kStreamIdOfRow + " FROM events e WHERE e.event_id = $1";
 
-std::string insert_events_sql(std::size_t rows) {
+std::string insert_events_sql(std::size_t rows, bool keyed) {
   std::string sql =
       "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
       "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-      "recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = "
-      "v.s), v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h FROM (VALUES ";
+      "recorded_at, hash) ";
+  sql += keyed ? "VALUES "
+               : "SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = v.s), "
+                 "v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h "
+                 "FROM (VALUES ";
   std::size_t n = 0;
-  for (std::size_t row = 0; row < rows; ++row) {
+  for (std::size_t row = 0; row < rows; ++row, n += 14) {
     sql += row == 0 ? "(" : ", (";
-    for (std::size_t k = 0; k < 14; ++k) sql += (k == 0 ? "$" : ", $") + std::to_string(++n);
+    for (std::size_t k = 1; k <= 14; ++k) {
+      // A row's parameters: its stream (key or id), position, then the columns in order.
+      const std::size_t param = keyed && k <= 2 ? 3 - k : k;
+      sql += (k == 1 ? "$" : ", $") + std::to_string(n + param);
+    }
     sql += ")";
   }
-  return sql + ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
+  return keyed ? sql : sql + ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
 }
 
 std::vector<PlannedStatement> planned_statements() {
@@ -144,6 +151,10 @@ std::vector<PlannedStatement> planned_statements() {
   const std::vector<std::string> row_values = {
       "'account-7'", "500",  "3",    id,  "'bank.Deposited'", "1", "'\\x00'::bytea", "NULL", "NULL",
       "NULL",        "NULL", "NULL", "0", "'\\x00'::bytea"};
+  std::vector<std::string> keyed_types = row_types;
+  std::vector<std::string> keyed_values = row_values;
+  keyed_types[0] = "bigint";
+  keyed_values[0] = "7";
   std::vector<PlannedStatement> out = {
       {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
       {"names of streams", kStreamNames, {"text"}, {"'{7,8}'"}},
@@ -175,7 +186,9 @@ std::vector<PlannedStatement> planned_statements() {
       {"stream key and version", kStreamKeyAndVersion, {"text"}, {"'account-7'"}},
       {"event of an id", kEventOfId, {"bytea"}, {id}},
       {"stream of an id", kStreamOfId, {"bytea"}, {id}},
-      {"insert of an event", insert_events_sql(1), row_types, row_values},
+      {"insert of an event", insert_events_sql(1, false), row_types, row_values},
+      {"insert of an event, by its stream's key", insert_events_sql(1, true), keyed_types,
+       keyed_values},
       {"keys of subjects", kKeysOf, {"text"}, {"E'user:1\\nuser:2'"}},
       {"subjects without a key", kMissingKeysGuard, {"text"}, {"E'user:1\\nuser:2'"}},
   };

@@ -156,9 +156,10 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       // A stale speculation dropped the cache and set contended_: it stays set until a careful
       // group finds the head where this writer's last commit left it.
       if (cache_.valid) {
-        contended_ = cache_.commits != next.commits;
+        contended_ = cache_.commits != next.commits || cache_.store != known.store;
         if (!contended_) next.streams = std::move(cache_.streams);
       }
+      next.store = known.store;
       cache_.valid = false;
       if (next.streams.size() + known.streams.size() > kMaxCachedStreams) next.streams.clear();
       for (const auto& [id, stream] : known.streams) next.streams[id] = stream;
@@ -201,7 +202,8 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
                  "undoing a failed append");
         }
       }
-      batch.send(queued);
+      Batch::MadeStreams made;  // their keys come back in r
+      batch.send(queued, &made);
       if (tail.position != start) {
         Params head;
         head.i64(static_cast<std::int64_t>(tail.position))
@@ -229,7 +231,17 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       next.valid = tail.position == start || (r.size() >= 2 && r[r.size() - 2].rows() == 1 &&
                                               r[r.size() - 2].int64(0, 1, next.commits));
       next.tail = tail;
-      for (const auto& [stream, version] : decided) next.streams[std::string(stream)] = version;
+      for (const auto& [stream, version] : decided) {
+        next.streams[std::string(stream)].version = version;
+      }
+      for (const auto& [stream, result] : made) {
+        const auto it = next.streams.find(stream);
+        std::int64_t key = 0;
+        if (it != next.streams.end() && result < r.size() && r[result].rows() == 1 &&
+            r[result].int64(0, 0, key)) {
+          it->second.key = key;
+        }
+      }
       for (std::string_view stream : forget) {
         if (const auto it = next.streams.find(stream); it != next.streams.end()) {
           next.streams.erase(it);

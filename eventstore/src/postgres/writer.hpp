@@ -101,16 +101,23 @@ class PgWriter {
   // Records `error` as p's, forgets its results and tells its slots it was rolled back.
   static void fail(Pending& p, std::exception_ptr error) noexcept;
 
-  // What the group's first round trip learns of the log before any of its appends: the stored
-  // streams it names (their versions) and which of its ids (and compensated ids) are stored
-  // where.
-  using VersionMap = std::map<std::string, StreamVersion, std::less<>>;
+  // A stored stream as the writer knows it: its last version, and its key (0: not known, as for
+  // a stream made by a group whose inserts were flushed before a step-by-step append).
+  struct StreamState {
+    StreamVersion version = 0;
+    std::int64_t key = 0;
+  };
+  using StreamMap = std::map<std::string, StreamState, std::less<>>;
 
+  // What the group's first round trip learns of the log before any of its appends: the store's
+  // identity (factum_store's OID), the stored streams it names (their versions and keys) and
+  // which of its ids (and compensated ids) are stored where.
   struct Known {
     struct Stored {
       std::string stream;
     };
-    VersionMap streams;
+    std::int64_t store = 0;
+    StreamMap streams;
     std::map<EventId, Stored> ids;
     // The positions matching the condition of each of the group's appends that has one
     // checked here, among the stored events.
@@ -130,16 +137,24 @@ class PgWriter {
   };
 
   // The inserts of decided appends, sent together: the new streams' rows first, then the
-  // events of every append in multi-row INSERTs of at most kRowsPerInsert rows (each row names
-  // its stream: its key is looked up by the INSERT, as a new stream's row has none yet).
+  // events of every append in multi-row INSERTs of at most kRowsPerInsert rows. A row of a
+  // stream whose key the writer knows gives the key; a new stream's rows name it and the INSERT
+  // looks its key up (pg::insert_events_sql): rows of each kind go in INSERTs of their own, in
+  // order.
   class Batch {
    public:
+    // A new stream's row (send tells where its key comes back).
     void add_stream(std::string_view stream) {
       streams_.emplace_back().text(stream).text(category_of(stream));
+      stream_ids_.push_back(stream);
     }
-    // The parameters of one more event row, to be filled with kRowParams values.
-    Params& add_row() {
-      if (rows_.empty() || rows_.back().count == kRowsPerInsert) rows_.emplace_back();
+    // The parameters of one more event row of the stream of key `key` (0: a new stream), to be
+    // filled with kRowParams values, the first the key (or, for a new stream, its id).
+    Params& add_row(std::int64_t key) {
+      const bool keyed = key > 0;
+      if (rows_.empty() || rows_.back().count == kRowsPerInsert || rows_.back().keyed != keyed) {
+        rows_.emplace_back().keyed = keyed;
+      }
       ++rows_.back().count;
       return rows_.back().params;
     }
@@ -149,16 +164,26 @@ class PgWriter {
       ++tags_.back().count;
       tags_.back().params.own(tag).i64(static_cast<std::int64_t>(position));
     }
-    // Sends the statements to `q` and empties the batch.
-    void send(Pipeline& q) {
-      for (const Params& stream : streams_) {
-        q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2)", stream);
+    // New streams, each with the index of its insert among the results of the pipeline's run
+    // (which answer the stream's key).
+    using MadeStreams = std::vector<std::pair<std::string_view, std::size_t>>;
+
+    // Sends the statements to `q` and empties the batch; adds the new streams to `made` when
+    // not null.
+    void send(Pipeline& q, MadeStreams* made = nullptr) {
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        if (made != nullptr) made->emplace_back(stream_ids_[i], q.statements());
+        q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2) RETURNING stream_key",
+               streams_[i]);
       }
-      for (const Rows& rows : rows_) q.send(pg::insert_events_sql(rows.count), rows.params);
+      for (const Rows& rows : rows_) {
+        q.send(pg::insert_events_sql(rows.count, rows.keyed), rows.params);
+      }
       for (const Rows& rows : tags_) {
         q.send(pg::dollar_sql(detail::insert_tags_sql(rows.count)), rows.params);
       }
       streams_.clear();
+      stream_ids_.clear();
       rows_.clear();
       tags_.clear();
     }
@@ -170,8 +195,10 @@ class PgWriter {
     struct Rows {
       Params params;
       std::size_t count = 0;
+      bool keyed = false;  // rows_: each row gives its stream's key, not its id
     };
     std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
+    std::vector<std::string_view> stream_ids_;  // streams_' ids (the appends' own strings)
     std::deque<Rows> rows_;
     std::deque<Rows> tags_;
   };
@@ -196,12 +223,16 @@ class PgWriter {
 
   // What this writer knows of the log as its last commit (or look-up) left it: exact while
   // factum_store.commits still has the value read then, since every write of every process
-  // moves that counter (under the head row's lock).
+  // moves that counter (under the head row's lock), and the table factum_store is still the
+  // one read then (`store`, its OID): a store made again in its place (dropped, then imported)
+  // may reach the same count with other stream keys, and a stale key would put an event into
+  // another stream.
   struct Cache {
     bool valid = false;
     std::int64_t commits = 0;
+    std::int64_t store = 0;
     Tail tail;
-    VersionMap streams;  // versions of stored streams
+    StreamMap streams;  // stored streams: versions and keys
   };
 
   static constexpr std::size_t kMaxCachedStreams = 100000;

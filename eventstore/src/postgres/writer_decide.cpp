@@ -74,7 +74,9 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
     if (!native(*p)) return false;
     for (const AppendView& a : p->appends) {
       const auto it = cache_.streams.find(a.stream);
-      if (it == cache_.streams.end() || !a.expected.matches(it->second) ||
+      // Its key known (not a stream made by a group flushed before a step-by-step append).
+      if (it == cache_.streams.end() || it->second.key <= 0 ||
+          !a.expected.matches(it->second.version) ||
           !known.streams.emplace(it->first, it->second).second) {
         return false;
       }
@@ -104,10 +106,11 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   guard.i64(cache_.commits)
       .i64(static_cast<std::int64_t>(tail.position))
       .bytes(tail.hash.data(), tail.hash.size())
-      .text(channel_);
+      .text(channel_)
+      .i64(cache_.store);
   q.send(
       "WITH u AS (UPDATE factum_store SET position = $2, hash = $3, commits = commits + 1 "
-      "WHERE id = 1 AND commits = $1 RETURNING commits) "
+      "WHERE id = 1 AND commits = $1 AND tableoid::bigint = $5 RETURNING commits) "
       "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
       guard);
   // After the guard, which holds the head row's lock: the log is the cached one.
@@ -157,7 +160,9 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   }
   cache_.commits = commits;
   cache_.tail = tail;
-  for (const auto& [stream, version] : decided) cache_.streams.find(stream)->second = version;
+  for (const auto& [stream, version] : decided) {
+    cache_.streams.find(stream)->second.version = version;
+  }
   return true;
 }
 
@@ -219,10 +224,10 @@ Tail PgWriter::begin_group(PgConn& c, std::span<Pending* const> group, Known& kn
   }
   const std::vector<PgResult> r = first.run("locking the log's head");
   const Tail tail = head_row(r[1]);
-  if (!r[1].int64(0, 2, commits)) bad_head();
+  if (!r[1].int64(0, 2, commits) || !r[1].int64(0, 3, known.store)) bad_head();
   for (int i = 0; i < r[2].rows(); ++i) {
-    known.streams[std::string(r[2].text(i, 0))] =
-        static_cast<StreamVersion>(r[2].int64_or(i, 1, 0));
+    known.streams[std::string(r[2].text(i, 0))] = {
+        static_cast<StreamVersion>(r[2].int64_or(i, 1, 0)), r[2].int64_or(i, 2, 0)};
   }
   for (int i = 0; i < r[3].rows(); ++i) {
     std::optional<EventId> id;
@@ -267,7 +272,7 @@ void PgWriter::decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int
   // Every check first, so that nothing of `p` is added to `out` when one fails.
   for (const AppendView& a : p.appends) {
     const auto stream = known.streams.find(a.stream);
-    const StreamVersion current = stream != known.streams.end() ? stream->second : 0;
+    const StreamVersion current = stream != known.streams.end() ? stream->second.version : 0;
     if (!a.expected.matches(current)) {
       for (const EventData& e : a.events.subspan(1)) {
         const auto stored = known.ids.find(e.id);
@@ -337,16 +342,21 @@ void PgWriter::decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int
   std::size_t n = 0;  // events so far
   for (const AppendView& a : p.appends) {
     const auto stream = known.streams.find(a.stream);
-    StreamVersion version = stream != known.streams.end() ? stream->second : 0;
+    StreamVersion version = stream != known.streams.end() ? stream->second.version : 0;
+    const std::int64_t key = stream != known.streams.end() ? stream->second.key : 0;
     if (stream == known.streams.end()) out.add_stream(a.stream);
     AppendResult result;
     result.first_position = t.position + 1;
     for (const EventData& e : a.events) {
       const EventFields f = event_fields(a.stream, e, t.position + 1, ++version, now);
       const Hash hash = hasher_(t.hash, f);
-      Params& row = out.add_row();
-      row.text(a.stream)
-          .i64(static_cast<std::int64_t>(f.position))
+      Params& row = out.add_row(key);
+      if (key > 0) {
+        row.i64(key);
+      } else {
+        row.text(a.stream);
+      }
+      row.i64(static_cast<std::int64_t>(f.position))
           .i64(static_cast<std::int64_t>(f.stream_version));
       add_columns(row, e, now, hash);
       if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
