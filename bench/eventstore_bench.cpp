@@ -1169,18 +1169,10 @@ class SchemaPgLog {
           p);
       keys_.push_back(bench::pg_int64(r.get(), 0, 0));
     }
-    const char* x = std::getenv("XP");
-    xa_ = x && std::string(x).find('A') != std::string::npos;
-    xb_ = x && std::string(x).find('B') != std::string::npos;
     head(0);
-    const char* hs = kHead;
-    if (x && std::string(x).find("B1") != std::string::npos) hs = "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, commits = commits + 1 WHERE id = 1 RETURNING commits) SELECT 1 / count(*), max(commits) FROM u";
-    else if (x && std::string(x).find("B2") != std::string::npos) hs = "UPDATE factum_store SET position = $1, hash = $2, commits = CASE WHEN commits >= 0 THEN commits + 1 ELSE commits / 0 END WHERE id = 1 RETURNING commits, pg_notify('xx', commits::text)";
-    else if (x && std::string(x).find("B3") != std::string::npos) hs = "UPDATE factum_store SET position = $1, hash = $2, commits = CASE WHEN commits >= 0 THEN commits + 1 ELSE commits / 0 END WHERE id = 1 RETURNING commits";
-    else if (xb_) hs = kHeadB;
-    db_.prepare("head", hs, params_);
+    db_.prepare("head", kHead, params_);
     row(0, 0, 0, factum::EventId(), 0);
-    db_.prepare("row", xa_ ? kRowA : kRow, params_);
+    db_.prepare("row", kRow, params_);
   }
 
   // One transaction of `count` rows appended to the stream at `index`.
@@ -1192,7 +1184,6 @@ class SchemaPgLog {
     db_.queue_prepared("head", params_);
     for (std::size_t i = 0; i < count; ++i) {
       const factum::EventId id = factum::EventId::generate();
-      idx_ = index;
       row(position_ - count + i + 1, keys_[index], ++version, id, now);
       db_.queue_prepared("row", params_);
     }
@@ -1205,15 +1196,6 @@ class SchemaPgLog {
   static constexpr const char* kRow =
       "INSERT INTO events (position, stream_key, stream_version, event_id, type, schema_version, "
       "payload, recorded_at, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-  static constexpr const char* kRowA =
-      "INSERT INTO events (position, stream_key, stream_version, event_id, type, schema_version, "
-      "payload, recorded_at, hash) SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = v.s), v.sv, v.id, v.t, v.sch, v.pl, v.r, v.h FROM (VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)) AS v(p, s, sv, id, t, sch, pl, r, h)";
-  static constexpr const char* kHeadB =
-      "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, commits = commits + 1 "
-      "WHERE id = 1 RETURNING commits) "
-      "SELECT 1 / count(*), pg_notify('xx', max(commits)::text), max(commits) FROM u";
-  bool xa_ = false, xb_ = false;
-  std::size_t idx_ = 0;
 
   void head(std::uint64_t position) {
     params_.clear()
@@ -1223,9 +1205,8 @@ class SchemaPgLog {
   void row(std::uint64_t position, std::int64_t key, std::uint64_t version,
            const factum::EventId& id, std::int64_t now) {
     params_.clear()
-        .i64(static_cast<std::int64_t>(position));
-    if (xa_) params_.text(corpus_.write_streams[idx_]); else params_.i64(key);
-    params_
+        .i64(static_cast<std::int64_t>(position))
+        .i64(key)
         .i64(static_cast<std::int64_t>(version))
         .bytes(id.bytes().data(), id.bytes().size())
         .text(kType)
