@@ -4,8 +4,9 @@
 // doing the same work with the same rows (200-byte payloads) and the same durability (WAL,
 // synchronous FULL by default), and checks the ratios against the targets of
 // docs/performance.md. Every measurement uses a fresh file in a temporary directory that is
-// removed at exit. Raw and factum runs of a case are interleaved and repeated (--reps); the
-// best run of each side counts, since the machine may be shared and noisy.
+// removed at exit. Raw and factum runs of a case (and, for the append cases, the schema
+// writer's) are interleaved and repeated (--reps); the best run of each side counts, since the
+// machine may be shared and noisy.
 //
 // With --backend postgres, the same cases run against a store on a PostgreSQL server, each
 // measurement in a fresh schema (created and dropped by the bench), and the ceilings are plain
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -407,6 +409,7 @@ double timed(double seconds, Unit&& unit) {
 struct Samples {
   std::vector<double> factum;
   std::vector<double> ceiling;
+  std::vector<double> schema;  // the append cases: plain SQL writing factum's schema (if any)
   double best_factum() const { return best(factum); }
   double best_ceiling() const { return best(ceiling); }
   static double best(const std::vector<double>& runs) {
@@ -425,18 +428,26 @@ std::string rate_text(double rate) {
 }
 
 // Runs `raw()` and `factum()` (each returns events/s) reps times each, alternating which goes
-// first.
+// first; with `schema` (a raw side too: the schema writer of the append cases), the three in
+// turn, each rep starting with the next. Each ratio compares runs of the same minutes: on
+// these shared machines a side's rate drifts by 10-30% from one minute to the next, and the
+// schema writer's runs, once timed after all of factum's, moved its ratio by as much.
 template <class Raw, class Factum>
-Samples interleave(const Config& c, const std::string& name, Raw&& raw, Factum&& factum) {
+Samples interleave(const Config& c, const std::string& name, Raw&& raw, Factum&& factum,
+                   const std::function<double()>& schema = {}) {
   Samples s;
+  const int sides = schema ? 3 : 2;
   for (int rep = 0; rep < c.reps; ++rep) {
-    const bool raw_first = rep % 2 == 0;
-    for (int side = 0; side < 2; ++side) {
-      const bool is_raw = (side == 0) == raw_first;
-      if (!c.side.empty() && c.side != (is_raw ? "raw" : "factum")) continue;
-      const double rate = is_raw ? raw() : factum();
-      (is_raw ? s.ceiling : s.factum).push_back(rate);
-      progress(c, name + (is_raw ? " raw    " : " factum ") + rate_text(rate));
+    for (int k = 0; k < sides; ++k) {
+      const int side = (rep + k) % sides;  // 0 raw, 1 factum, 2 schema
+      if (!c.side.empty() && c.side != (side == 1 ? "factum" : "raw")) continue;
+      const double rate = side == 0 ? raw() : side == 1 ? factum() : schema();
+      (side == 0 ? s.ceiling : side == 1 ? s.factum : s.schema).push_back(rate);
+      progress(c, name +
+                      (side == 0   ? " raw    "
+                       : side == 1 ? " factum "
+                                   : " into factum's schema, raw ") +
+                      rate_text(rate));
     }
   }
   return s;
@@ -453,6 +464,19 @@ double factum_append_run(const Config& c, const fs::path& location, const Corpus
   std::size_t i = 0;
   return timed(c.seconds, [&] {
     log.append(corpus.write_streams[i++ % kWriteStreams]);
+    return per_call;
+  });
+}
+
+// One timed run of `log` (SchemaLog, SchemaPgLog) appending `per_call` rows per transaction,
+// round the write streams; events/s.
+template <class Log>
+double schema_run(const Config& c, Log& log, std::size_t per_call) {
+  std::vector<std::uint64_t> versions(kWriteStreams);
+  std::size_t i = 0;
+  return timed(c.seconds, [&] {
+    const std::size_t s = i++ % kWriteStreams;
+    log.append(s, versions[s], per_call);
     return per_call;
   });
 }
@@ -483,38 +507,17 @@ Samples append_case(const Config& c, TempDir& dir, const Corpus& corpus, std::si
     TempDir::remove_db(file);
     return rate;
   };
-  return interleave(c, name, raw, factum);
-}
-
-// One timed run of `log` (SchemaLog, SchemaPgLog) appending `per_call` rows per transaction,
-// round the write streams; events/s.
-template <class Log>
-double schema_run(const Config& c, Log& log, std::size_t per_call) {
-  std::vector<std::uint64_t> versions(kWriteStreams);
-  std::size_t i = 0;
-  return timed(c.seconds, [&] {
-    const std::size_t s = i++ % kWriteStreams;
-    log.append(s, versions[s], per_call);
-    return per_call;
-  });
-}
-
-// Timed runs of plain SQLite writing into factum's schema (SchemaLog), `per_call` rows per
-// transaction round the same 100 streams; `reps` runs, each in a fresh file.
-std::vector<double> schema_append_case(const Config& c, TempDir& dir, const Corpus& corpus,
-                                       std::size_t per_call) {
-  std::vector<double> rates;
-  for (int rep = 0; rep < c.reps && c.side != "factum"; ++rep) {
+  auto schema = [&] {
     const fs::path file = dir.fresh("schema");
+    double rate = 0;
     {
       SchemaLog log(file, c, corpus);
-      rates.push_back(schema_run(c, log, per_call));
+      rate = schema_run(c, log, per_call);
     }
     TempDir::remove_db(file);
-    progress(c, "append " + std::to_string(per_call) + "/call into factum's schema, raw " +
-                    rate_text(rates.back()));
-  }
-  return rates;
+    return rate;
+  };
+  return interleave(c, name, raw, factum, schema);
 }
 
 // What each append of threads_run writes: the corpus's event, or one tagged with a name of its
@@ -981,7 +984,6 @@ class Backend {
 
   virtual Samples append(std::size_t per_call) = 0;
   // Plain writes of the same rows into factum's own schema (none: not measured here).
-  virtual std::vector<double> schema_append(std::size_t /*per_call*/) { return {}; }
   virtual std::vector<double> threads() = 0;
   virtual void fill() = 0;  // writes the read cases' data; before any of them
   virtual Samples read_stream() = 0;
@@ -1085,9 +1087,6 @@ class SqliteBackend final : public Backend {
   }
 
   Samples append(std::size_t per_call) override { return append_case(c_, dir_, corpus_, per_call); }
-  std::vector<double> schema_append(std::size_t per_call) override {
-    return schema_append_case(c_, dir_, corpus_, per_call);
-  }
   std::vector<double> threads() override { return threads_case(c_, dir_, corpus_); }
   void fill() override { data_ = ::fill(c_, dir_, corpus_); }
   Samples read_stream() override { return read_stream_case(c_, data_, corpus_); }
@@ -1299,20 +1298,17 @@ class PostgresBackend final : public Backend {
       const PgSchema schema(*admin_, c_.pg_uri, "factum");
       return factum_append_run(c_, schema.uri(), corpus_, per_call);
     };
-    return interleave(c_, name, raw, factum);
-  }
-
-  // One event per call only: at 100 the raw ceiling's 100 INSERTs are already below factum's
-  // one multi-row INSERT.
-  std::vector<double> schema_append(std::size_t per_call) override {
-    std::vector<double> rates;
-    for (int rep = 0; rep < c_.reps && c_.side != "factum" && per_call == 1; ++rep) {
-      const PgSchema schema(*admin_, c_.pg_uri, "schema");
-      SchemaPgLog log(schema.uri(), c_, corpus_);
-      rates.push_back(schema_run(c_, log, per_call));
-      progress(c_, "append 1/call into factum's schema, raw " + rate_text(rates.back()));
+    // The schema writer for one event per call only: at 100 the raw ceiling's 100 INSERTs are
+    // already below factum's one multi-row INSERT.
+    std::function<double()> schema;
+    if (per_call == 1) {
+      schema = [&] {
+        const PgSchema s(*admin_, c_.pg_uri, "schema");
+        SchemaPgLog log(s.uri(), c_, corpus_);
+        return schema_run(c_, log, per_call);
+      };
     }
-    return rates;
+    return interleave(c_, name, raw, factum, schema);
   }
 
   std::vector<double> threads() override {
@@ -1616,7 +1612,7 @@ int run(const Config& c) {
   auto stage = [&](const std::string& what) { std::cerr << "factum_bench: " << what << "\n"; };
   // The information row after an append case: factum against plain SQLite with its schema.
   auto add_schema_row = [&](std::size_t per_call, const Samples& factum) {
-    const std::vector<double> schema = backend->schema_append(per_call);
+    const std::vector<double>& schema = factum.schema;
     if (schema.empty() && c.side != "factum") return;  // not on this backend
     const std::string n = std::to_string(per_call);
     results.push_back(
