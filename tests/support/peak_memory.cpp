@@ -42,6 +42,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: factum_peak_memory <report file> <program> [<argument>...]\n");
     return 125;
   }
+  // The signals passed on are blocked until their handlers are in place (the child unblocks
+  // them before exec): one that came in between would end this process and not the program.
+  sigset_t passed;
+  sigset_t before;
+  sigemptyset(&passed);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&passed, sig);
+  sigprocmask(SIG_BLOCK, &passed, &before);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -52,6 +59,7 @@ int main(int argc, char** argv) {
     // Dies with this process (e.g. killed at a test's deadline), and not before it was watched.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(125);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     execv(argv[2], argv + 2);
     std::fprintf(stderr, "factum_peak_memory: cannot run %s: %s\n", argv[2], std::strerror(errno));
     _exit(125);
@@ -61,6 +69,7 @@ int main(int argc, char** argv) {
   action.sa_handler = pass_on;
   sigemptyset(&action.sa_mask);
   for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &action, nullptr);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
 
   int status = 0;
   struct rusage usage {};
@@ -70,6 +79,7 @@ int main(int argc, char** argv) {
       return 125;
     }
   }
+  child_pid = 0;  // reaped: its pid may be another process's from now on
   std::FILE* report = std::fopen(argv[1], "w");
   if (report == nullptr || std::fprintf(report, "%ld\n", usage.ru_maxrss) < 0 ||
       std::fclose(report) != 0) {

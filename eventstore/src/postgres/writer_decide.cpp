@@ -107,10 +107,15 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
       .i64(static_cast<std::int64_t>(tail.position))
       .bytes(tail.hash.data(), tail.hash.size())
       .text(channel_)
-      .i64(cache_.store);
+      .i64(cache_.store)
+      .i64(static_cast<std::int64_t>(cache_.tail.position))
+      .bytes(cache_.tail.hash.data(), cache_.tail.hash.size());
+  // The cached head too: a store whose history went another way (a promoted replica that lost
+  // commits, a restore) fails here even where its commit count and table OID agree.
   q.send(
       "WITH u AS (UPDATE factum_store SET position = $2, hash = $3, commits = commits + 1 "
-      "WHERE id = 1 AND commits = $1 AND tableoid::bigint = $5 RETURNING commits) "
+      "WHERE id = 1 AND commits = $1 AND tableoid::bigint = $5 AND position = $6 AND hash = $7 "
+      "RETURNING commits) "
       "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
       guard);
   // After the guard, which holds the head row's lock: the log is the cached one.
