@@ -25,9 +25,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <initializer_list>
 
 namespace {
+
+// The signals this process passes on to the program.
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 volatile sig_atomic_t child_pid = 0;
 
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
   sigset_t passed;
   sigset_t before;
   sigemptyset(&passed);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&passed, sig);
+  for (const int sig : kPassedOn) sigaddset(&passed, sig);
   sigprocmask(SIG_BLOCK, &passed, &before);
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
   struct sigaction action {};
   action.sa_handler = pass_on;
   sigemptyset(&action.sa_mask);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &action, nullptr);
+  for (const int sig : kPassedOn) sigaction(sig, &action, nullptr);
   sigprocmask(SIG_SETMASK, &before, nullptr);
 
   int status = 0;

@@ -5,6 +5,7 @@
 // Internal. Thread-safety: as the PgConn they run on.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -158,11 +159,12 @@ class Pipeline {
                                                        p.lengths(), p.formats(), kFormat);
     if (sent != 1) c_.fail(nullptr, "sending a statement");
     kinds_.push_back(true);
-    ++statements_;
   }
 
   // The statements sent since the last run: the index in run()'s results of the next one.
-  std::size_t statements() const { return statements_; }
+  std::size_t statements() const {
+    return static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), true));
+  }
 
   // Sends the statements' sync and returns their results in order (one per send). Throws
   // (after reading every answer) the error of the first statement that failed; when `failed`
@@ -190,7 +192,6 @@ class Pipeline {
     }
     active_ = false;
     kinds_.clear();
-    statements_ = 0;
     if (error.get() != nullptr) {
       for (const std::string& sql : preparing_) c_.forget_statement(sql);
     }
@@ -206,7 +207,6 @@ class Pipeline {
  private:
   PgConn& c_;
   bool active_ = false;
-  std::size_t statements_ = 0;
   std::vector<bool> kinds_;             // per result awaited: a statement's (true) or a PREPARE's
   std::vector<std::string> preparing_;  // SQL prepared in this round trip
 };

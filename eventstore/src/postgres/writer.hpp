@@ -145,18 +145,21 @@ class PgWriter {
    public:
     // A new stream's row (send tells where its key comes back).
     void add_stream(std::string_view stream) {
-      streams_.emplace_back().text(stream).text(category_of(stream));
-      stream_ids_.push_back(stream);
+      NewStream& s = streams_.emplace_back();
+      s.id = stream;
+      s.params.text(stream).text(category_of(stream));
     }
-    // The parameters of one more event row of the stream of key `key` (0: a new stream), to be
-    // filled with kRowParams values, the first the key (or, for a new stream, its id).
-    Params& add_row(std::int64_t key) {
+    // The parameters of one more event row of `stream`, whose key is `key` (0: a new stream),
+    // holding its first value (the key, or for a new stream the stream's id), to be filled
+    // with the other kRowParams - 1.
+    Params& add_row(std::int64_t key, std::string_view stream) {
       const bool keyed = key > 0;
       if (rows_.empty() || rows_.back().count == kRowsPerInsert || rows_.back().keyed != keyed) {
         rows_.emplace_back().keyed = keyed;
       }
       ++rows_.back().count;
-      return rows_.back().params;
+      Params& row = rows_.back().params;
+      return keyed ? row.i64(key) : row.text(stream);
     }
     // One more row of the tag index.
     void add_tag(const std::string& tag, Position position) {
@@ -171,10 +174,10 @@ class PgWriter {
     // Sends the statements to `q` and empties the batch; adds the new streams to `made` when
     // not null.
     void send(Pipeline& q, MadeStreams* made = nullptr) {
-      for (std::size_t i = 0; i < streams_.size(); ++i) {
-        if (made != nullptr) made->emplace_back(stream_ids_[i], q.statements());
+      for (const NewStream& s : streams_) {
+        if (made != nullptr) made->emplace_back(s.id, q.statements());
         q.send("INSERT INTO streams (stream_id, category) VALUES ($1, $2) RETURNING stream_key",
-               streams_[i]);
+               s.params);
       }
       for (const Rows& rows : rows_) {
         q.send(pg::insert_events_sql(rows.count, rows.keyed), rows.params);
@@ -183,7 +186,6 @@ class PgWriter {
         q.send(pg::dollar_sql(detail::insert_tags_sql(rows.count)), rows.params);
       }
       streams_.clear();
-      stream_ids_.clear();
       rows_.clear();
       tags_.clear();
     }
@@ -197,8 +199,11 @@ class PgWriter {
       std::size_t count = 0;
       bool keyed = false;  // rows_: each row gives its stream's key, not its id
     };
-    std::deque<Params> streams_;  // deques: parameters point into themselves, nothing moves
-    std::vector<std::string_view> stream_ids_;  // streams_' ids (the appends' own strings)
+    struct NewStream {
+      Params params;
+      std::string_view id;  // the append's own string
+    };
+    std::deque<NewStream> streams_;  // deques: parameters point into themselves, nothing moves
     std::deque<Rows> rows_;
     std::deque<Rows> tags_;
   };

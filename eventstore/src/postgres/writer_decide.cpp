@@ -355,12 +355,7 @@ void PgWriter::decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int
     for (const EventData& e : a.events) {
       const EventFields f = event_fields(a.stream, e, t.position + 1, ++version, now);
       const Hash hash = hasher_(t.hash, f);
-      Params& row = out.add_row(key);
-      if (key > 0) {
-        row.i64(key);
-      } else {
-        row.text(a.stream);
-      }
+      Params& row = out.add_row(key, a.stream);
       row.i64(static_cast<std::int64_t>(f.position))
           .i64(static_cast<std::int64_t>(f.stream_version));
       add_columns(row, e, now, hash);
