@@ -104,7 +104,7 @@ Hash ChainHasher::digest(std::int64_t recorded_at_us) {
   return out;
 }
 
-Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
+void ChainHasher::put_fields(const Hash& previous, const EventFields& f) {
   put_envelope(previous, f.position, f.stream_id, f.stream_version, *f.id, f.type, f.schema_version,
                f.payload);
   const Metadata& m = *f.metadata;
@@ -117,7 +117,20 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
     put_string(key);
     put_string(value);
   }
+}
+
+Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
+  put_fields(previous, f);
   return digest(f.recorded_at_us);
+}
+
+std::string ChainHasher::input_after_position(const EventFields& f) {
+  put_fields(Hash{}, f);
+  put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
+  constexpr std::size_t kHead = std::tuple_size_v<Hash> + 8;  // the previous hash, the position
+  std::string out = buffer_.substr(kHead);
+  buffer_.clear();
+  return out;
 }
 
 Hash ChainHasher::operator()(const Hash& previous, const EventView& e) {

@@ -53,6 +53,10 @@ class ChainHasher {
   // The same hash from a view: its encoded key/values are hashed as stored (the chain's
   // encoding of Metadata::values is the `extra` column's), so nothing is decoded.
   Hash operator()(const Hash& previous, const EventView& event);
+  // What operator()(previous, fields) hashes after the previous hash and the position (8 bytes,
+  // big-endian): the hash is SHA-256(previous || position || this), which a server that knows
+  // the head when it inserts computes itself (PostgreSQL's sha256()).
+  std::string input_after_position(const EventFields& fields);
 
  private:
   // The fields are laid out in buffer_ (the canonical encoding) and hashed in one update.
@@ -61,6 +65,8 @@ class ChainHasher {
   void put_u64(std::uint64_t v);
   void put_string(std::string_view s);
   void put_optional_id(const std::optional<EventId>& id);
+  // Lays out every field but the time (digest's), from the previous hash on.
+  void put_fields(const Hash& previous, const EventFields& fields);
   // Lays out the fields every event has before its metadata / after its key/values.
   void put_envelope(const Hash& previous, Position position, std::string_view stream_id,
                     StreamVersion stream_version, const EventId& id, std::string_view type,

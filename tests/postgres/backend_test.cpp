@@ -812,6 +812,14 @@ TEST_CASE("postgres: a store made again in its place is not taken for the one a 
   EventStore a = EventStore::open(uri, TempStore::fast_options());
   a.append("acct-1", ExpectedVersion::no_stream(), make_events(1, "a-"));
   a.append("acct-1", ExpectedVersion::exact(1), make_events(1, "a-"));
+  SUBCASE("the writer is alone") {}
+  SUBCASE("another writer commits between the writer's appends") {
+    // a's groups are then chained on the server, whose head row's guard checks the store.
+    EventStore other = EventStore::open(uri, TempStore::fast_options());
+    other.append("side-1", ExpectedVersion::any(), make_events(1, "s-"));
+    a.append("acct-1", ExpectedVersion::exact(2), make_events(1, "a-"));
+    other.append("side-1", ExpectedVersion::any(), make_events(1, "s-"));
+  }
   Raw raw(uri);
   const std::string schema = raw.text("SELECT current_schema()");
   REQUIRE(!schema.empty());
@@ -824,8 +832,8 @@ TEST_CASE("postgres: a store made again in its place is not taken for the one a 
   raw.exec("UPDATE factum_store SET commits = " + commits);
   REQUIRE(raw.text("SELECT stream_key FROM streams WHERE stream_id = 'other-1'") == "1");
 
-  // a remembers acct-1 (key 1) at version 2 and the head at position 2. Either its next append
-  // names acct-1 (the one round trip way, whose guard checks the store), or an append to a
+  // a remembers acct-1 (key 1) at version 2 (3) and the head at position 2 (5). Either its next
+  // append names acct-1 (the one round trip way, whose guard checks the store), or an append to a
   // stream it does not know comes first (the two round trips way, which must not carry the
   // streams it remembers over to the new store).
   SUBCASE("the next append names the remembered stream") {}
@@ -862,6 +870,163 @@ TEST_CASE("postgres: retries and stored ids are told apart after a remembered ap
   CHECK(next == AppendResult{3, 3, 3});
   CHECK(a.append("acct-1", ExpectedVersion::exact(3), make_events(1)).first_position == 4);
   CHECK(a.verify().ok());
+}
+
+namespace {
+
+// Records, behind the library's back, which of the writer's ways moved the head row in each
+// transaction (by the text of the statement that moved it): "chained" (on the server),
+// "speculated" (the one round trip guarded by the cached head), "careful" (after the lock and
+// the look-ups).
+class HeadMoves {
+ public:
+  explicit HeadMoves(const std::string& uri) : raw_(uri) {
+    raw_.exec("CREATE TABLE head_moves (n bigserial, way text NOT NULL)");
+    raw_.exec(
+        "CREATE FUNCTION head_moved() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "INSERT INTO head_moves (way) VALUES (CASE WHEN current_query() LIKE 'WITH RECURSIVE%' "
+        "THEN 'chained' WHEN current_query() LIKE '%AND commits = $1%' THEN 'speculated' ELSE "
+        "'careful' END); RETURN NEW; END $$");
+    raw_.exec(
+        "CREATE TRIGGER head_moved AFTER UPDATE ON factum_store FOR EACH ROW EXECUTE FUNCTION "
+        "head_moved()");
+  }
+  // The ways of the commits since the last call, in order ("chained,chained,careful").
+  std::string since_last() {
+    const std::string out = raw_.text(
+        "SELECT coalesce(string_agg(way, ',' ORDER BY n), '') FROM head_moves WHERE n > " +
+        std::to_string(seen_));
+    seen_ = std::stoll(raw_.text("SELECT coalesce(max(n), 0) FROM head_moves"));
+    return out;
+  }
+
+ private:
+  Raw raw_;
+  long long seen_ = 0;
+};
+
+}  // namespace
+
+// Two writers (two store objects: two processes, as far as the server can tell) taking turns:
+// each finds that the other committed since its last group, so its remembered head is stale.
+// Its groups then go in one round trip with the server assigning the positions and chaining the
+// hashes under the lock; they must be exactly the groups the writer would have written itself,
+// and its subscribers must hear the events as stored. Once alone again, the writer speculates
+// from its own head.
+TEST_CASE("postgres: writers taking turns chain their appends on the server, as stored") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  std::vector<RecordedEvent> heard;
+  boost::signals2::scoped_connection listening =
+      a.on_appended().connect([&](const std::vector<RecordedEvent>& events) {
+        heard.insert(heard.end(), events.begin(), events.end());
+      });
+  a.append("acct-a", ExpectedVersion::no_stream(), make_events(1, "a0-"));
+  b.append("acct-b", ExpectedVersion::no_stream(), make_events(1, "b0-"));
+  HeadMoves moves(uri);
+  std::vector<AppendResult> results;
+  for (int i = 1; i <= 6; ++i) {
+    auto batch = make_events(static_cast<std::size_t>(i % 3 + 1), "a" + std::to_string(i) + "-");
+    batch[0].metadata.actor = "alice";
+    batch.back().metadata.values = {{"k", std::to_string(i)}};
+    results.push_back(a.append("acct-a", ExpectedVersion::any(), batch));
+    b.append("acct-b", ExpectedVersion::any(), make_events(1, "b" + std::to_string(i) + "-"));
+  }
+  // Each append after the first of each writer found the other's commit: chained on the
+  // server (the first of a's only after a speculation that failed, rolled back).
+  std::string chained = "chained";
+  for (int i = 1; i < 12; ++i) chained += ",chained";
+  CHECK(moves.since_last() == chained);
+  // The results are the positions and versions as stored.
+  const auto all = b.read_all().to_vector();
+  StreamVersion version = 1;
+  for (const AppendResult& r : results) {
+    REQUIRE(r.last_position <= all.size());
+    CHECK(r.stream_version == version + (r.last_position - r.first_position + 1));
+    for (Position p = r.first_position; p <= r.last_position; ++p) {
+      CHECK(all[p - 1].stream_id == "acct-a");
+      CHECK(all[p - 1].stream_version == ++version);
+    }
+  }
+  // The subscriber heard each of a's events with its stored position, hashes and fields.
+  std::vector<RecordedEvent> stored;
+  for (const RecordedEvent& e : all) {
+    if (e.stream_id == "acct-a") stored.push_back(e);
+  }
+  CHECK(heard == stored);
+  CHECK(b.verify().ok());
+  // Alone again: a's first group still follows b's commit (chained), its second finds the head
+  // where the first left it (chained, and no longer contended), and the ones after speculate
+  // from its own head.
+  for (int i = 1; i <= 4; ++i) {
+    a.append("acct-a", ExpectedVersion::any(), make_events(2, "alone" + std::to_string(i) + "-"));
+  }
+  CHECK(moves.since_last() == "chained,chained,speculated,speculated");
+  CHECK(a.verify().ok());
+}
+
+// A group chained on the server trusts nothing the writer remembers of its streams: another
+// writer's appends to them, a stale expected version, a retry of a stored batch, and a stream
+// whose last events went away (a restore of the log that lost them) are each found, and the
+// group decided the careful way, by the log as it is.
+TEST_CASE("postgres: a chained group finds its streams as they are, not as remembered") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  a.append("acct-1", ExpectedVersion::no_stream(), make_events(2, "a-"));
+  b.append("acct-2", ExpectedVersion::no_stream(), make_events(1, "b-"));
+  a.append("acct-1", ExpectedVersion::exact(2), make_events(1, "c-"));  // contended from here
+  b.append("acct-2", ExpectedVersion::any(), make_events(1, "d-"));
+  HeadMoves moves(uri);
+  std::string ways;  // that the appends below commit by
+  SUBCASE("another writer appended to the stream") {
+    ways = "careful,careful";  // b's (a stream it does not know), then a's after a refusal
+    b.append("acct-1", ExpectedVersion::exact(3), make_events(2, "e-"));
+    CHECK(a.append("acct-1", ExpectedVersion::any(), make_events(1, "f-")) ==
+          AppendResult{6, 8, 8});
+    CHECK_THROWS_AS(a.append("acct-1", ExpectedVersion::exact(5), make_events(1, "g-")),
+                    ConcurrencyError);
+  }
+  SUBCASE("a stale expected version") {
+    ways = "careful";  // b's; a's is refused (chained, then the careful way), not committed
+    b.append("acct-1", ExpectedVersion::exact(3), make_events(1, "e-"));
+    try {
+      a.append("acct-1", ExpectedVersion::exact(3), make_events(1, "f-"));
+      FAIL("appended by a stale version");
+    } catch (const ConcurrencyError& e) {
+      CHECK(e.actual_version() == 4);
+    }
+  }
+  SUBCASE("a retry of a stored batch") {
+    ways = "chained,chained";  // a's first try and b's; the retry writes nothing
+    const auto batch = make_events(2, "r-");
+    const AppendResult first = a.append("acct-1", ExpectedVersion::any(), batch);
+    CHECK(first == AppendResult{5, 6, 7});
+    b.append("acct-2", ExpectedVersion::any(), make_events(1, "h-"));
+    CHECK(a.append("acct-1", ExpectedVersion::any(), batch) == first);
+    CHECK(a.head().position == 8);
+  }
+  SUBCASE("the stream's last events went away") {
+    ways = "careful,careful";  // b's and a's, each after a refusal
+    // A restore that lost acct-1's last event (position 3) and b's event after it: the log
+    // and the head row as they would be.
+    Raw raw(uri);
+    raw.exec("SET session_replication_role = replica");
+    raw.exec("DELETE FROM events WHERE position >= 3");
+    raw.exec(
+        "UPDATE factum_store SET position = 2, hash = (SELECT hash FROM events WHERE position = "
+        "2), commits = commits + 1");
+    b.append("acct-2", ExpectedVersion::any(), make_events(1, "i-"));  // b is not a's memory
+    // a remembers acct-1 at version 3: the log says 2.
+    CHECK(a.append("acct-1", ExpectedVersion::any(), make_events(1, "j-")).stream_version == 3);
+    const auto events = a.read_stream("acct-1").to_vector();
+    REQUIRE(events.size() == 3);
+    CHECK(events.back().stream_version == 3);
+  }
+  CHECK(a.verify().ok());
+  // A refused chained attempt is rolled back (not recorded).
+  CHECK(moves.since_last() == ways);
 }
 
 namespace {

@@ -143,6 +143,46 @@ std::string insert_events_sql(std::size_t rows, bool keyed) {
   return keyed ? sql : sql + ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
 }
 
+std::string chained_insert_sql(std::size_t rows) {
+  constexpr std::size_t kParams = 14;
+  constexpr std::size_t kFirst = 3;  // $1 the store's OID, $2 the channel
+  const std::string n = std::to_string(rows);
+  std::string sql =
+      "WITH RECURSIVE h AS (SELECT f.position, f.hash FROM factum_store f WHERE f.id = 1 AND "
+      "f.tableoid::bigint = $1), v(i, k, sv, id, t, sch, pl, c1, c2, c3, a, x, r, rest, sid) AS "
+      "(VALUES ";
+  for (std::size_t row = 0; row < rows; ++row) {
+    sql += (row == 0 ? "(" : ", (") + std::to_string(row + 1);
+    for (std::size_t k = 0; k < kParams; ++k) {
+      sql += ", $" + std::to_string(kFirst + row * kParams + k);
+    }
+    sql += ")";
+  }
+  // The chain, row by row from the head (locked by the statement before); each row's input, and
+  // each row's place in the chain, by a look-up in the other (no join: a group holds few rows).
+  // The first row of each stream (sid not NULL) must follow the stream as stored: its key names
+  // that stream, and its last version is the one before the row's (22003 otherwise).
+  sql +=
+      "), c(i, p, h) AS (SELECT 0, h.position, h.hash FROM h UNION ALL SELECT c.i + 1, "
+      "c.p + 1, sha256(c.h || int8send(c.p + 1) || (SELECT v.rest FROM v WHERE v.i = c.i + 1)) "
+      "FROM c WHERE c.i < " +
+      n +
+      "), w AS (INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+      "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+      "recorded_at, hash) SELECT (SELECT c.p FROM c WHERE c.i = v.i), v.k, CASE WHEN v.sid IS "
+      "NULL OR ((SELECT x.stream_id FROM streams x WHERE x.stream_key = v.k) = v.sid AND "
+      "coalesce((SELECT e.stream_version FROM events e WHERE e.stream_key = v.k ORDER BY "
+      "e.stream_version DESC LIMIT 1), 0) = v.sv - 1) THEN v.sv ELSE (v.sv + 100000)::int2 "
+      "END, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, (SELECT c.h FROM c WHERE "
+      "c.i = v.i) FROM v), "
+      "u AS (UPDATE factum_store f SET position = h.position + " +
+      n + ", hash = (SELECT c.h FROM c WHERE c.i = " + n +
+      "), commits = f.commits + 1 FROM h WHERE f.id = 1 RETURNING f.position, f.hash, "
+      "f.commits) SELECT 1 / count(*), max(u.position), (array_agg(u.hash))[1], "
+      "max(u.commits), pg_notify($2, max(u.commits)::text) FROM u";
+  return sql;
+}
+
 std::vector<PlannedStatement> planned_statements() {
   const std::string id = "'\\x0190f5a27c3e7000800000000000002a'::bytea";
   const std::vector<std::string> row_types = {"text",   "bigint", "bigint", "bytea", "text",
@@ -192,6 +232,25 @@ std::vector<PlannedStatement> planned_statements() {
       {"keys of subjects", kKeysOf, {"text"}, {"E'user:1\\nuser:2'"}},
       {"subjects without a key", kMissingKeysGuard, {"text"}, {"E'user:1\\nuser:2'"}},
   };
+  {
+    // Two rows of a group chained on the server: the first checks its stream, the second not.
+    std::vector<std::string> types(keyed_types.begin(), keyed_types.end() - 1);
+    std::vector<std::string> values(keyed_values.begin(), keyed_values.end() - 1);
+    types.erase(types.begin() + 1);  // no position
+    values.erase(values.begin() + 1);
+    types.insert(types.end(), {"bytea", "text"});  // the hash's input after the position, sid
+    values.insert(values.end(), {"'\\x00'::bytea", "'account-7'"});
+    PlannedStatement chained{"insert of events chained on the server",
+                             chained_insert_sql(2),
+                             {"bigint", "text"},
+                             {"16384", "'factum'"}};
+    for (int row = 0; row < 2; ++row) {
+      chained.types.insert(chained.types.end(), types.begin(), types.end());
+      chained.values.insert(chained.values.end(), values.begin(), values.end());
+      values.back() = "NULL";
+    }
+    out.push_back(std::move(chained));
+  }
   // A condition's statements (and their guards): an item of a tag, of a tag and a type, of a
   // type, each from its position to the log's head.
   const Query query{{QueryItem{{}, {"user:alice"}}, QueryItem{{"user.Renamed"}, {"user:alice"}},

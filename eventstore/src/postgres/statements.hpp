@@ -98,6 +98,17 @@ std::string condition_sql(std::string_view sql, bool guard);
 // ~28k appends/s (docs/postgres.md, "Ordering").
 std::string insert_events_sql(std::size_t rows, bool keyed);
 
+// A group of `rows` events chained on the server (PgWriter::chain_on_server), after kLockHead in
+// the same transaction: $1 the store's OID (factum_store's), $2 the channel, then 14 parameters
+// a row (the stream's key, the row's version, the columns from event_id to recorded_at,
+// ChainHasher::input_after_position, and for the first row of each stream its stream id, else
+// NULL). Inserts the rows at the positions after the head, each hash SHA-256(previous hash ||
+// position || input), moves the head row past them (commits + 1), and answers (1 / count), the
+// head's position, its hash, the commit count, and pg_notify($2). Fails with 22012 when
+// factum_store is another table than $1, with 22003 when a stream's key does not name that
+// stream or its last version is not the one before its first row's.
+std::string chained_insert_sql(std::size_t rows);
+
 // A statement as the plan test runs it: its text, its parameters' types, and example values.
 struct PlannedStatement {
   std::string name;

@@ -14,6 +14,11 @@ std::int64_t now_us() {
 }  // namespace
 
 void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash) {
+  add_columns(p, e, now);
+  p.own_bytes(std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
+}
+
+void add_columns(Params& p, const EventData& e, std::int64_t now) {
   const Metadata& m = e.metadata;
   p.id(e.id)
       .text(e.type)
@@ -32,7 +37,7 @@ void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& ha
   } else {
     p.own_bytes(encode_values(m.values));
   }
-  p.i64(now).own_bytes(std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
+  p.i64(now);
 }
 
 std::vector<AppendResult> PgWriter::write(std::span<const AppendView> appends, AppendSink& sink,
@@ -100,6 +105,19 @@ void PgWriter::run_custom(Pending& p) noexcept {
   }
 }
 
+void PgWriter::learn(std::string_view stream) {
+  const auto exact = cache_.streams.find(stream);
+  const auto it = seen_.find(stream);
+  if (exact == cache_.streams.end()) {
+    if (it != seen_.end()) seen_.erase(it);
+  } else if (it != seen_.end()) {
+    it->second = exact->second;
+  } else {
+    if (seen_.size() >= kMaxCachedStreams) seen_.clear();
+    seen_.emplace(stream, exact->second);
+  }
+}
+
 void PgWriter::notify(Pending& p, AppendOutcome outcome) noexcept {
   for (auto& notice : p.notices) {
     try {
@@ -146,7 +164,8 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
   try {
     PgConn& c = conn();
     try {
-      if (!isolated && speculate(c, group, now, committing)) {
+      if (!isolated && (speculate(c, group, now, committing) ||
+                        (committing = false, chain_on_server(c, group, now, committing)))) {
         for (Pending* p : group) notify(*p, AppendOutcome::committed);
         return Attempt::done;
       }
@@ -159,7 +178,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
         contended_ = cache_.commits != next.commits || cache_.store != known.store;
         if (!contended_) next.streams = std::move(cache_.streams);
       }
-      next.store = known.store;
+      next.store = store_ = known.store;
       cache_.valid = false;
       if (next.streams.size() + known.streams.size() > kMaxCachedStreams) next.streams.clear();
       for (const auto& [id, stream] : known.streams) next.streams[id] = stream;
@@ -248,6 +267,11 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
         }
       }
       cache_ = std::move(next);
+      // What the group learnt of its streams, for a group chained on the server (which checks
+      // it): exact as of this commit, or not known (appended step by step).
+      for (const Pending* p : group) {
+        for (const AppendView& a : p->appends) learn(a.stream);
+      }
     } catch (...) {
       c.rollback();
       throw;

@@ -45,6 +45,8 @@ constexpr std::size_t kMaxGroup = 64;  // appends per group at most
 // The columns of `e`'s row from event_id on (event_id, type, schema_version, payload, the
 // metadata, recorded_at, hash), after its position, stream and version.
 void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash);
+// The same up to recorded_at (no hash).
+void add_columns(Params& p, const EventData& e, std::int64_t now);
 
 // The log's head as a group leaves it: the last position and its hash.
 struct Tail {
@@ -303,6 +305,27 @@ class PgWriter {
   // `contended_`.
   bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now, bool& committing);
 
+  // The group in one round trip while `contended_` (other writers commit between this one's
+  // groups), when each of its appends is plain (no slots, no checks, no compensation), names
+  // streams that `seen_` knows, each once, and the group holds at most kMaxChainedRows events:
+  // the server assigns the positions and chains the hashes under the head row's lock
+  // (kLockHead, then chained_insert_sql), so the lock is held for the server's work
+  // and the commit alone, never across a round trip to this process. The head row's UPDATE waits
+  // for the lock; the streams' guard, under it, finds each stream as `seen_` has it (its key,
+  // its id, its last version) or fails with 22003; the store's table OID is checked as by
+  // speculate (22012). Any of these, or a stored id (23505), rolls back the group and false
+  // sends it the careful way. Then the writer computes the same chain from the head the server
+  // answers (for the results and the committed events) and checks that it ends where the
+  // server's does. Clears `contended_` when no other writer committed since this one's last
+  // group.
+  bool chain_on_server(PgConn& c, std::span<Pending* const> group, std::int64_t now,
+                       bool& committing);
+  static constexpr std::size_t kMaxChainedRows = 16;
+
+  // Sets what `seen_` knows of `stream` from the cache (exact as of the last commit), or forgets
+  // the stream when the cache does not know it.
+  void learn(std::string_view stream);
+
   // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head, and
   // factum_store.commits in `commits`.
   Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known, std::int64_t& commits);
@@ -358,8 +381,15 @@ class PgWriter {
   // committed since this one's last commit. A speculation then fails after waiting for the
   // other's commit, and the careful way runs anyway: 16 writers in 4 processes appended at 0.3x
   // the rate of one. Set when a speculation finds its cache stale; cleared when the careful
-  // way's lock finds the head where this writer left it (it is alone again).
+  // way's lock, or a group chained on the server, finds the head where this writer left it (it
+  // is alone again). While set, groups are chained on the server where they can be.
   bool contended_ = false;
+  // The leader's: the streams this writer appended to or looked up, with their keys and the
+  // last versions it saw, exact or not (other writers may have appended since): only groups
+  // chained on the server use it, and their guard checks it. And factum_store's OID as the
+  // last careful group read it (0: not known).
+  StreamMap seen_;
+  std::int64_t store_ = 0;
   // The leader's: the tag table exists (a group that created it, or wrote to it, committed).
   // A speculation that needs the table sends its CREATE TABLE only while this is false; the
   // careful way always does.

@@ -167,7 +167,131 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   cache_.tail = tail;
   for (const auto& [stream, version] : decided) {
     cache_.streams.find(stream)->second.version = version;
+    learn(stream);
   }
+  return true;
+}
+
+bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::int64_t now,
+                               bool& committing) {
+  if (!contended_ || store_ == 0) return false;
+  // Each append plain (no slots, no checks), each stream once and known with its key, no
+  // compensation (its target is checked by a look-up), few rows.
+  struct Row {
+    const Pending* pending;
+    std::string_view stream;
+    const EventData* event;
+    StreamVersion version;
+  };
+  std::vector<Row> rows;
+  std::set<std::string_view> streams;
+  for (const Pending* p : group) {
+    if (p->hook != nullptr || p->checks != nullptr) return false;
+    for (const AppendView& a : p->appends) {
+      const auto it = seen_.find(a.stream);
+      if (it == seen_.end() || it->second.key <= 0 || !a.expected.matches(it->second.version) ||
+          !streams.insert(a.stream).second) {
+        return false;
+      }
+      StreamVersion version = it->second.version;
+      for (const EventData& e : a.events) {
+        if (e.metadata.compensates || rows.size() == kMaxChainedRows) return false;
+        rows.push_back({p, a.stream, &e, ++version});
+      }
+    }
+  }
+  if (rows.empty()) return false;
+  Pipeline q(c);
+  q.send(pg::kLockHead, Params());
+  Params inserted;
+  inserted.i64(store_).text(channel_);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    const EventFields f = event_fields(row.stream, *row.event, 0, row.version, now);
+    inserted.i64(seen_.find(row.stream)->second.key).i64(static_cast<std::int64_t>(row.version));
+    add_columns(inserted, *row.event, now);
+    inserted.own_bytes(hasher_.input_after_position(f));
+    // The first row of each stream checks it (a stream is once in the group).
+    if (i == 0 || rows[i - 1].stream != row.stream || rows[i - 1].pending != row.pending) {
+      inserted.text(row.stream);
+    } else {
+      inserted.null(kTextOid);
+    }
+  }
+  q.send(pg::chained_insert_sql(rows.size()), inserted);
+  PgResult failed;
+  std::vector<PgResult> r;
+  committing = true;
+  try {
+    r = q.run("committing appends", &failed);
+  } catch (const StorageError&) {
+    if (c.ok()) throw;
+    throw unknown_outcome();
+  }
+  if (failed.get() != nullptr) {
+    const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
+    const std::string_view code = state != nullptr ? state : "";
+    c.rollback();
+    // Another table (22012), a stream not as known (22003), a stored id or version (23505):
+    // nothing is stored, and the careful way decides (and reports) the group.
+    if (code == "22003" || code == "23505") {
+      for (std::string_view stream : streams) seen_.erase(seen_.find(stream));
+    }
+    if (code == "22012") store_ = 0;
+    if (code == "22012" || code == "22003" || code == "23505") return false;
+    c.fail(failed.get(), "appending events");
+  }
+  // Committed: the head the group followed, then the chain as the server computed it.
+  if (r.size() != 2) bad_head();
+  const Tail start = head_row(r[0]);
+  std::int64_t commits = 0;
+  std::int64_t last = 0;
+  if (r[1].rows() != 1 || !r[1].int64(0, 1, last) || !r[1].int64(0, 3, commits)) bad_head();
+  Tail tail = start;
+  for (Pending* p : group) {
+    const Tail first = tail;
+    std::vector<RecordedEvent>* events = p->sink->events;
+    for (const AppendView& a : p->appends) {
+      StreamState& state = seen_.find(a.stream)->second;
+      AppendResult result;
+      result.first_position = tail.position + 1;
+      for (const EventData& e : a.events) {
+        const EventFields f = event_fields(a.stream, e, tail.position + 1, ++state.version, now);
+        const Hash hash = hasher_(tail.hash, f);
+        if (events != nullptr) events->push_back(recorded_of(f, hash, tail.hash));
+        tail = {f.position, hash};
+      }
+      result.stream_version = state.version;
+      result.last_position = tail.position;
+      p->results.push_back(result);
+    }
+    if (tail.position > first.position) {
+      p->sink->first_written = first.position + 1;
+      p->sink->last_written = tail.position;
+    }
+  }
+  if (static_cast<Position>(last) != tail.position ||
+      hash_of(r[1].bytes(0, 2), tail.position) != tail.hash) {
+    // Committed, but not as this writer computes the chain: verify() will say where.
+    cache_.valid = false;
+    throw StorageError(StorageError::Kind::corrupt,
+                       "factum: the server of '" + target_->shown +
+                           "' chained the appended events otherwise than factum computes them "
+                           "(the head it reports is not the appended events' last)");
+  }
+  // Alone again when no other writer committed since this one's last commit: then the
+  // cache is exact, and the next group may speculate.
+  const bool alone = cache_.valid && cache_.commits + 1 == commits &&
+                     cache_.tail.position == start.position && cache_.tail.hash == start.hash &&
+                     cache_.store == store_;
+  contended_ = !alone;
+  if (!alone) cache_.streams.clear();
+  cache_.valid = true;
+  cache_.commits = commits;
+  cache_.store = store_;
+  cache_.tail = tail;
+  for (std::string_view stream : streams)
+    cache_.streams[std::string(stream)] = seen_.find(stream)->second;
   return true;
 }
 
