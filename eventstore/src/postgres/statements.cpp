@@ -149,7 +149,8 @@ std::string chained_insert_sql(std::size_t rows) {
   const std::string n = std::to_string(rows);
   std::string sql =
       "WITH RECURSIVE h AS (SELECT f.position, f.hash FROM factum_store f WHERE f.id = 1 AND "
-      "f.tableoid::bigint = $1), v(i, k, sv, id, t, sch, pl, c1, c2, c3, a, x, r, rest, sid) AS "
+      "f.tableoid::bigint = $1 AND f.position >= 0 AND octet_length(f.hash) = 32), v(i, k, sv, id, "
+      "t, sch, pl, c1, c2, c3, a, x, r, rest, sid) AS "
       "(VALUES ";
   for (std::size_t row = 0; row < rows; ++row) {
     sql += (row == 0 ? "(" : ", (") + std::to_string(row + 1);
@@ -161,7 +162,10 @@ std::string chained_insert_sql(std::size_t rows) {
   // The chain, row by row from the head (locked by the statement before); each row's input, and
   // each row's place in the chain, by a look-up in the other (no join: a group holds few rows).
   // The first row of each stream (sid not NULL) must follow the stream as stored: its key names
-  // that stream, and its last version is the one before the row's (22003 otherwise).
+  // that stream, and its last version is the one before the row's (22003 otherwise: the int2
+  // cast of the ELSE branch, evaluated only when reached; v is a CTE read twice, so the planner
+  // never folds a row's values into the CASE at plan time). A head row that is not sound (a
+  // negative position, a hash of another length: the other ways refuse it) leaves h empty: 22012.
   sql +=
       "), c(i, p, h) AS (SELECT 0, h.position, h.hash FROM h UNION ALL SELECT c.i + 1, "
       "c.p + 1, sha256(c.h || int8send(c.p + 1) || (SELECT v.rest FROM v WHERE v.i = c.i + 1)) "

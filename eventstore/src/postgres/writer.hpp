@@ -306,21 +306,22 @@ class PgWriter {
   bool speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now, bool& committing);
 
   // The group in one round trip while `contended_` (other writers commit between this one's
-  // groups), when each of its appends is plain (no slots, no checks, no compensation), names
-  // streams that `seen_` knows, each once, and the group holds at most kMaxChainedRows events:
-  // the server assigns the positions and chains the hashes under the head row's lock
-  // (kLockHead, then chained_insert_sql), so the lock is held for the server's work
-  // and the commit alone, never across a round trip to this process. The head row's UPDATE waits
-  // for the lock; the streams' guard, under it, finds each stream as `seen_` has it (its key,
-  // its id, its last version) or fails with 22003; the store's table OID is checked as by
-  // speculate (22012). Any of these, or a stored id (23505), rolls back the group and false
-  // sends it the careful way. Then the writer computes the same chain from the head the server
-  // answers (for the results and the committed events) and checks that it ends where the
+  // groups), when each of its appends is plain (no slots, no checks, no compensation) and names
+  // streams that `seen_` knows and refused_ does not, each once, and the group holds at most
+  // kMaxChainedRows events and kMaxChainedBytes of payloads: the server assigns the positions
+  // and chains the hashes under the head row's lock (kLockHead, then chained_insert_sql), so the
+  // lock is held for the server's work and the commit alone, never across a round trip to this
+  // process. Under the lock, the statement finds each stream as `seen_` has it (its key, its id,
+  // its last version) or fails with 22003, and factum_store as the table whose OID is store_,
+  // with a sound head, or fails with 22012. Either, or a stored id (23505), rolls the group back
+  // and false sends it the careful way. Then the writer computes the same chain from the head the
+  // lock answered (for the results and the committed events) and checks that it ends where the
   // server's does. Clears `contended_` when no other writer committed since this one's last
   // group.
   bool chain_on_server(PgConn& c, std::span<Pending* const> group, std::int64_t now,
                        bool& committing);
   static constexpr std::size_t kMaxChainedRows = 16;
+  static constexpr std::size_t kMaxChainedBytes = 1 << 20;  // of payloads
 
   // Sets what `seen_` knows of `stream` from the cache (exact as of the last commit), or forgets
   // the stream when the cache does not know it.
@@ -390,6 +391,10 @@ class PgWriter {
   // last careful group read it (0: not known).
   StreamMap seen_;
   std::int64_t store_ = 0;
+  // The leader's: streams whose chained group found them otherwise than `seen_` had them (another
+  // writer appends to them too, or they went back): groups naming them go the careful way until
+  // this writer is alone again (contended_ cleared), not a refused round trip first each time.
+  std::set<std::string, std::less<>> refused_;
   // The leader's: the tag table exists (a group that created it, or wrote to it, committed).
   // A speculation that needs the table sends its CREATE TABLE only while this is false; the
   // careful way always does.

@@ -185,6 +185,7 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
   };
   std::vector<Row> rows;
   std::set<std::string_view> streams;
+  std::size_t bytes = 0;  // of payloads: each is sent twice (its column, and the hash's input)
   for (const Pending* p : group) {
     if (p->hook != nullptr || p->checks != nullptr) return false;
     for (const AppendView& a : p->appends) {
@@ -195,7 +196,10 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       }
       StreamVersion version = it->second.version;
       for (const EventData& e : a.events) {
-        if (e.metadata.compensates || rows.size() == kMaxChainedRows) return false;
+        bytes += e.payload.size();
+        if (e.metadata.compensates || rows.size() == kMaxChainedRows || bytes > kMaxChainedBytes) {
+          return false;
+        }
         rows.push_back({p, a.stream, &e, ++version});
       }
     }
@@ -232,10 +236,18 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
     const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
     const std::string_view code = state != nullptr ? state : "";
     c.rollback();
-    // Another table (22012), a stream not as known (22003), a stored id or version (23505):
-    // nothing is stored, and the careful way decides (and reports) the group.
+    // Another table or a head row not sound (22012), a stream not as known (22003), a stored id
+    // or version (23505): nothing is stored, and the careful way decides (and reports) the
+    // group. A stream not as known is another writer's too (or went back): it is not chained
+    // again while this writer is contended, where each try would cost a round trip more.
     if (code == "22003" || code == "23505") {
-      for (std::string_view stream : streams) seen_.erase(seen_.find(stream));
+      for (std::string_view stream : streams) {
+        seen_.erase(seen_.find(stream));
+        if (code == "22003") {
+          if (refused_.size() >= kMaxCachedStreams) refused_.clear();
+          refused_.emplace(stream);
+        }
+      }
     }
     if (code == "22012") store_ = 0;
     if (code == "22012" || code == "22003" || code == "23505") return false;
@@ -285,6 +297,7 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
                      cache_.tail.position == start.position && cache_.tail.hash == start.hash &&
                      cache_.store == store_;
   contended_ = !alone;
+  if (alone) refused_.clear();
   if (!alone) cache_.streams.clear();
   cache_.valid = true;
   cache_.commits = commits;
