@@ -1022,10 +1022,11 @@ TEST_CASE("postgres: a chained group of several callers gives each its own resul
   CHECK(a.verify().ok());
 }
 
-// A group chained on the server trusts nothing the writer remembers of its streams: another
-// writer's appends to them, a stale expected version, a retry of a stored batch, and a stream
-// whose last events went away (a restore of the log that lost them) are each found, and the
-// group decided the careful way, by the log as it is.
+// A group chained on the server trusts nothing the writer remembers of its streams but their
+// keys, and checks those: another writer's appends to them and a stream whose last events went
+// away (a restore of the log that lost them) are appended to by the log as it is; a stale
+// expected version, a retry of a stored batch, a key that names another stream now and a
+// damaged head row are refused, and the group decided (and reported) the careful way.
 TEST_CASE("postgres: a chained group finds its streams as they are, not as remembered") {
   const std::string uri = pg_test_uri();
   EventStore a = EventStore::open(uri, TempStore::fast_options());
@@ -1038,15 +1039,18 @@ TEST_CASE("postgres: a chained group finds its streams as they are, not as remem
   std::string ways;    // that the appends below commit by
   bool intact = true;  // the log as verify() wants it
   SUBCASE("another writer appended to the stream") {
-    // b's (a stream it does not know), a's after a refusal; b's own; a's again the careful way
-    // at once, without a refused round trip first (acct-1 is another writer's too).
-    ways = "careful,careful,chained,careful";
+    // b's (a stream it does not know); then each chained: the server gives the versions.
+    ways = "careful,chained,chained,chained,chained,chained";
     b.append("acct-1", ExpectedVersion::exact(3), make_events(2, "e-"));
     CHECK(a.append("acct-1", ExpectedVersion::any(), make_events(1, "f-")) ==
           AppendResult{6, 8, 8});
     b.append("acct-2", ExpectedVersion::any(), make_events(1, "h-"));
     CHECK(a.append("acct-1", ExpectedVersion::any(), make_events(1, "i-")) ==
           AppendResult{7, 10, 10});
+    // An aggregate's way: a version read now, newer than the one a remembers.
+    b.append("acct-1", ExpectedVersion::exact(7), make_events(1, "j-"));
+    CHECK(a.append("acct-1", ExpectedVersion::exact(8), make_events(2, "k-")) ==
+          AppendResult{10, 12, 13});
     CHECK_THROWS_AS(a.append("acct-1", ExpectedVersion::exact(5), make_events(1, "g-")),
                     ConcurrencyError);
   }
@@ -1070,7 +1074,7 @@ TEST_CASE("postgres: a chained group finds its streams as they are, not as remem
     CHECK(a.head().position == 8);
   }
   SUBCASE("the second stream of a group went back") {
-    ways = "careful,chained,careful";  // a's new stream, b's, a's after a refusal
+    ways = "careful,chained,chained";  // a's new stream, b's, a's
     a.append("acct-3", ExpectedVersion::no_stream(), make_events(2, "k-"));  // positions 6, 7
     Raw raw(uri);
     raw.exec("SET session_replication_role = replica");
@@ -1110,7 +1114,7 @@ TEST_CASE("postgres: a chained group finds its streams as they are, not as remem
     intact = false;
   }
   SUBCASE("the stream's last events went away") {
-    ways = "careful,careful";  // b's and a's, each after a refusal
+    ways = "chained,chained";  // b's and a's, by the log as it is
     // A restore that lost acct-1's last event (position 3) and b's event after it: the log
     // and the head row as they would be.
     Raw raw(uri);

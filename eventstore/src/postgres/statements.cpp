@@ -144,14 +144,13 @@ std::string insert_events_sql(std::size_t rows, bool keyed) {
 }
 
 std::string chained_insert_sql(std::size_t rows) {
-  constexpr std::size_t kParams = 14;
+  constexpr std::size_t kParams = 16;
   constexpr std::size_t kFirst = 3;  // $1 the store's OID, $2 the channel
   const std::string n = std::to_string(rows);
   std::string sql =
       "WITH RECURSIVE h AS (SELECT f.position, f.hash FROM factum_store f WHERE f.id = 1 AND "
-      "f.tableoid::bigint = $1 AND f.position >= 0 AND octet_length(f.hash) = 32), v(i, k, sv, id, "
-      "t, sch, pl, c1, c2, c3, a, x, r, rest, sid) AS "
-      "(VALUES ";
+      "f.tableoid::bigint = $1 AND f.position >= 0 AND octet_length(f.hash) = 32), "
+      "v(i, k, off, ev, sid, id, t, sch, pl, c1, c2, c3, a, x, r, pre, post) AS (VALUES ";
   for (std::size_t row = 0; row < rows; ++row) {
     sql += (row == 0 ? "(" : ", (") + std::to_string(row + 1);
     for (std::size_t k = 0; k < kParams; ++k) {
@@ -159,31 +158,36 @@ std::string chained_insert_sql(std::size_t rows) {
     }
     sql += ")";
   }
-  // The chain, row by row from the head (locked by the statement before); each row's input, and
-  // each row's place in the chain, by a look-up in the other (no join: a group holds few rows).
-  // The first row of each stream (sid not NULL) must follow the stream as stored: its key names
-  // that stream, and its last version is the one before the row's (22003 otherwise: the int2
-  // cast of the ELSE branch, evaluated only when reached; v is a CTE read twice, so the planner
-  // never folds a row's values into the CASE at plan time). A head row that is not sound (a
-  // negative position, a hash of another length: the other ways refuse it) leaves h empty: 22012.
+  // Each row's version: its stream's last stored one (the statement does not see its own rows)
+  // plus its place in its append. The first row of each append (sid not NULL) checks that its
+  // key names that stream and, with ev not NULL, that the stream's last version is ev (22003
+  // otherwise: the int2 cast of the ELSE branch, evaluated only when reached; v is a CTE read
+  // twice, so the planner never folds a row's values into the CASE at plan time).
+  const std::string last =
+      "coalesce((SELECT e.stream_version FROM events e WHERE e.stream_key = v.k ORDER BY "
+      "e.stream_version DESC LIMIT 1), 0)";
   sql +=
-      "), c(i, p, h) AS (SELECT 0, h.position, h.hash FROM h UNION ALL SELECT c.i + 1, "
-      "c.p + 1, sha256(c.h || int8send(c.p + 1) || (SELECT v.rest FROM v WHERE v.i = c.i + 1)) "
-      "FROM c WHERE c.i < " +
+      "), s AS (SELECT v.*, CASE WHEN v.sid IS NULL OR ((SELECT x.stream_id FROM streams x "
+      "WHERE x.stream_key = v.k) = v.sid AND (v.ev IS NULL OR " +
+      last + " = v.ev)) THEN " + last + " + v.off ELSE (v.off + 100000)::int2 END AS sv FROM v), ";
+  // The chain, row by row from the head (locked by the statement before; a head row that is not
+  // sound leaves h empty: 22012 below); each row's input, and each row's place in the chain, by
+  // a look-up in the other (no join: a group holds few rows).
+  sql +=
+      "c(i, p, h) AS (SELECT 0, h.position, h.hash FROM h UNION ALL SELECT c.i + 1, c.p + 1, "
+      "sha256(c.h || int8send(c.p + 1) || (SELECT s.pre || int8send(s.sv) || s.post FROM s "
+      "WHERE s.i = c.i + 1)) FROM c WHERE c.i < " +
       n +
       "), w AS (INSERT INTO events (position, stream_key, stream_version, event_id, type, "
       "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-      "recorded_at, hash) SELECT (SELECT c.p FROM c WHERE c.i = v.i), v.k, CASE WHEN v.sid IS "
-      "NULL OR ((SELECT x.stream_id FROM streams x WHERE x.stream_key = v.k) = v.sid AND "
-      "coalesce((SELECT e.stream_version FROM events e WHERE e.stream_key = v.k ORDER BY "
-      "e.stream_version DESC LIMIT 1), 0) = v.sv - 1) THEN v.sv ELSE (v.sv + 100000)::int2 "
-      "END, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, (SELECT c.h FROM c WHERE "
-      "c.i = v.i) FROM v), "
-      "u AS (UPDATE factum_store f SET position = h.position + " +
+      "recorded_at, hash) SELECT (SELECT c.p FROM c WHERE c.i = s.i), s.k, s.sv, s.id, s.t, "
+      "s.sch, s.pl, s.c1, s.c2, s.c3, s.a, s.x, s.r, (SELECT c.h FROM c WHERE c.i = s.i) FROM "
+      "s), u AS (UPDATE factum_store f SET position = h.position + " +
       n + ", hash = (SELECT c.h FROM c WHERE c.i = " + n +
       "), commits = f.commits + 1 FROM h WHERE f.id = 1 RETURNING f.position, f.hash, "
       "f.commits) SELECT 1 / count(*), max(u.position), (array_agg(u.hash))[1], "
-      "max(u.commits), pg_notify($2, max(u.commits)::text) FROM u";
+      "max(u.commits), pg_notify($2, max(u.commits)::text), (SELECT string_agg((s.sv - "
+      "s.off)::text, ',' ORDER BY s.i) FROM s WHERE s.sid IS NOT NULL) FROM u";
   return sql;
 }
 
@@ -240,10 +244,13 @@ std::vector<PlannedStatement> planned_statements() {
     // Two rows of a group chained on the server: the first checks its stream, the second not.
     std::vector<std::string> types(keyed_types.begin(), keyed_types.end() - 1);
     std::vector<std::string> values(keyed_values.begin(), keyed_values.end() - 1);
-    types.erase(types.begin() + 1);  // no position
-    values.erase(values.begin() + 1);
-    types.insert(types.end(), {"bytea", "text"});  // the hash's input after the position, sid
-    values.insert(values.end(), {"'\\x00'::bytea", "'account-7'"});
+    // key, off, ev, sid, the columns from event_id to recorded_at, pre, post
+    types.erase(types.begin() + 1, types.begin() + 3);  // no position, no version
+    values.erase(values.begin() + 1, values.begin() + 3);
+    types.insert(types.begin() + 1, {"bigint", "bigint", "text"});
+    values.insert(values.begin() + 1, {"1", "3", "'account-7'"});
+    types.insert(types.end(), {"bytea", "bytea"});
+    values.insert(values.end(), {"'\\x00'::bytea", "'\\x00'::bytea"});
     PlannedStatement chained{"insert of events chained on the server",
                              chained_insert_sql(2),
                              {"bigint", "text"},
@@ -251,7 +258,8 @@ std::vector<PlannedStatement> planned_statements() {
     for (int row = 0; row < 2; ++row) {
       chained.types.insert(chained.types.end(), types.begin(), types.end());
       chained.values.insert(chained.values.end(), values.begin(), values.end());
-      values.back() = "NULL";
+      values[1] = "2";  // the second row of the same append: no checks
+      values[2] = values[3] = "NULL";
     }
     out.push_back(std::move(chained));
   }

@@ -108,7 +108,7 @@ void PgWriter::run_custom(Pending& p) noexcept {
 void PgWriter::learn(std::string_view stream) {
   const auto exact = cache_.streams.find(stream);
   const auto it = seen_.find(stream);
-  if (exact == cache_.streams.end() || refused_.count(stream) != 0) {
+  if (exact == cache_.streams.end()) {
     if (it != seen_.end()) seen_.erase(it);
   } else if (it != seen_.end()) {
     it->second = exact->second;
@@ -176,7 +176,6 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       // group finds the head where this writer's last commit left it.
       if (cache_.valid) {
         contended_ = cache_.commits != next.commits || cache_.store != known.store;
-        if (!contended_) refused_.clear();
         if (!contended_) next.streams = std::move(cache_.streams);
       }
       next.store = store_ = known.store;

@@ -307,17 +307,18 @@ class PgWriter {
 
   // The group in one round trip while `contended_` (other writers commit between this one's
   // groups), when each of its appends is plain (no slots, no checks, no compensation) and names
-  // streams that `seen_` knows and refused_ does not, each once, and the group holds at most
-  // kMaxChainedRows events and kMaxChainedBytes of payloads: the server assigns the positions
-  // and chains the hashes under the head row's lock (kLockHead, then chained_insert_sql), so the
-  // lock is held for the server's work and the commit alone, never across a round trip to this
-  // process. Under the lock, the statement finds each stream as `seen_` has it (its key, its id,
-  // its last version) or fails with 22003, and factum_store as the table whose OID is store_,
-  // with a sound head, or fails with 22012. Either, or a stored id (23505), rolls the group back
-  // and false sends it the careful way. Then the writer computes the same chain from the head the
-  // lock answered (for the results and the committed events) and checks that it ends where the
-  // server's does. Clears `contended_` when no other writer committed since this one's last
-  // group.
+  // a stored stream whose key `seen_` knows, each once, expecting anything but no_stream, and
+  // the group holds at most kMaxChainedRows events and kMaxChainedBytes of payloads: the server
+  // assigns the positions and versions and chains the hashes under the head row's lock
+  // (kLockHead, then chained_insert_sql), so the lock is held for the server's work and the
+  // commit alone, never across a round trip to this process, and nothing this writer remembers
+  // of the streams' versions is trusted. Under the lock, the statement checks each stream's key
+  // (it names the stream) and expected version, and that factum_store is the table whose OID is
+  // store_ with a sound head; a refusal (22003, 22012) or a stored id (23505) rolls the group
+  // back and false sends it the careful way, which reports what happened. Then the writer
+  // computes the same chain from the head and the versions the server answered (the results,
+  // the committed events) and checks that it ends where the server's does. Clears `contended_`
+  // when no other writer committed since this one's last group.
   bool chain_on_server(PgConn& c, std::span<Pending* const> group, std::int64_t now,
                        bool& committing);
   static constexpr std::size_t kMaxChainedRows = 16;
@@ -387,14 +388,10 @@ class PgWriter {
   bool contended_ = false;
   // The leader's: the streams this writer appended to or looked up, with their keys and the
   // last versions it saw, exact or not (other writers may have appended since): only groups
-  // chained on the server use it, and their guard checks it. And factum_store's OID as the
-  // last careful group read it (0: not known).
+  // chained on the server use it (its keys, checked by the server). And factum_store's OID as
+  // the last careful group read it (0: not known).
   StreamMap seen_;
   std::int64_t store_ = 0;
-  // The leader's: streams whose chained group found them otherwise than `seen_` had them (another
-  // writer appends to them too, or they went back): groups naming them go the careful way until
-  // this writer is alone again (contended_ cleared), not a refused round trip first each time.
-  std::set<std::string, std::less<>> refused_;
   // The leader's: the tag table exists (a group that created it, or wrote to it, committed).
   // A speculation that needs the table sends its CREATE TABLE only while this is false; the
   // careful way always does.

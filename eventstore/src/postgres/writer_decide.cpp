@@ -175,54 +175,60 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
 bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::int64_t now,
                                bool& committing) {
   if (!contended_ || store_ == 0) return false;
-  // Each append plain (no slots, no checks), each stream once and known with its key, no
-  // compensation (its target is checked by a look-up), few rows.
-  struct Row {
-    const Pending* pending;
-    std::string_view stream;
-    const EventData* event;
-    StreamVersion version;
-  };
-  std::vector<Row> rows;
-  std::set<std::string_view> streams;
+  // Each append plain (no slots, no checks), to a stored stream whose key is known, each stream
+  // once, no compensation (its target is checked by a look-up), few rows and bytes.
+  std::size_t rows = 0;
   std::size_t bytes = 0;  // of payloads: each is sent twice (its column, and the hash's input)
+  std::set<std::string_view> streams;
   for (const Pending* p : group) {
     if (p->hook != nullptr || p->checks != nullptr) return false;
     for (const AppendView& a : p->appends) {
       const auto it = seen_.find(a.stream);
-      if (it == seen_.end() || it->second.key <= 0 || !a.expected.matches(it->second.version) ||
+      if (it == seen_.end() || it->second.key <= 0 ||
+          a.expected.kind() == ExpectedVersion::Kind::no_stream ||
           !streams.insert(a.stream).second) {
         return false;
       }
-      StreamVersion version = it->second.version;
       for (const EventData& e : a.events) {
         bytes += e.payload.size();
-        if (e.metadata.compensates || rows.size() == kMaxChainedRows || bytes > kMaxChainedBytes) {
+        if (e.metadata.compensates || ++rows > kMaxChainedRows || bytes > kMaxChainedBytes) {
           return false;
         }
-        rows.push_back({p, a.stream, &e, ++version});
       }
     }
   }
-  if (rows.empty()) return false;
+  if (rows == 0) return false;
   Pipeline q(c);
   q.send(pg::kLockHead, Params());
   Params inserted;
   inserted.i64(store_).text(channel_);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& row = rows[i];
-    const EventFields f = event_fields(row.stream, *row.event, 0, row.version, now);
-    inserted.i64(seen_.find(row.stream)->second.key).i64(static_cast<std::int64_t>(row.version));
-    add_columns(inserted, *row.event, now);
-    inserted.own_bytes(hasher_.input_after_position(f));
-    // The first row of each stream checks it (a stream is once in the group).
-    if (i == 0 || rows[i - 1].stream != row.stream || rows[i - 1].pending != row.pending) {
-      inserted.text(row.stream);
-    } else {
-      inserted.null(kTextOid);
+  for (const Pending* p : group) {
+    for (const AppendView& a : p->appends) {
+      const std::int64_t key = seen_.find(a.stream)->second.key;
+      // The hash's input after the position, without the version (the server's): the stream id
+      // before it, the rest after it.
+      const std::size_t before = 4 + a.stream.size();
+      std::int64_t off = 0;
+      for (const EventData& e : a.events) {
+        inserted.i64(key).i64(++off);
+        if (off > 1) {
+          inserted.null(kInt8Oid).null(kTextOid);
+        } else {
+          if (a.expected.kind() == ExpectedVersion::Kind::exact) {
+            inserted.i64(static_cast<std::int64_t>(a.expected.version()));
+          } else {
+            inserted.null(kInt8Oid);  // any, stream_exists: a stored stream
+          }
+          inserted.text(a.stream);
+        }
+        add_columns(inserted, e, now);
+        const std::string input =
+            hasher_.input_after_position(event_fields(a.stream, e, 0, 0, now));
+        inserted.own_bytes(input.substr(0, before)).own_bytes(input.substr(before + 8));
+      }
     }
   }
-  q.send(pg::chained_insert_sql(rows.size()), inserted);
+  q.send(pg::chained_insert_sql(rows), inserted);
   PgResult failed;
   std::vector<PgResult> r;
   committing = true;
@@ -236,44 +242,55 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
     const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
     const std::string_view code = state != nullptr ? state : "";
     c.rollback();
-    // Another table or a head row not sound (22012), a stream not as known (22003), a stored id
-    // or version (23505): nothing is stored, and the careful way decides (and reports) the
-    // group. A stream not as known is another writer's too (or went back): it is not chained
-    // again while this writer is contended, where each try would cost a round trip more.
-    if (code == "22003" || code == "23505") {
-      for (std::string_view stream : streams) {
-        seen_.erase(seen_.find(stream));
-        if (code == "22003") {
-          if (refused_.size() >= kMaxCachedStreams) refused_.clear();
-          refused_.emplace(stream);
-        }
-      }
+    // Another table or a head row not sound (22012), a key that names another stream or an
+    // expected version not met (22003), a stored id (23505): nothing is stored, and the careful
+    // way decides (and reports) the group.
+    if (code == "22003") {
+      for (std::string_view stream : streams) seen_.erase(seen_.find(stream));
     }
     if (code == "22012") store_ = 0;
     if (code == "22012" || code == "22003" || code == "23505") return false;
     c.fail(failed.get(), "appending events");
   }
-  // Committed: the head the group followed, then the chain as the server computed it.
+  // Committed: the head the group followed, each append's stream version before it, then the
+  // chain as the server computed it.
   if (r.size() != 2) bad_head();
   const Tail start = head_row(r[0]);
   std::int64_t commits = 0;
   std::int64_t last = 0;
-  if (r[1].rows() != 1 || !r[1].int64(0, 1, last) || !r[1].int64(0, 3, commits)) bad_head();
+  if (r[1].rows() != 1 || !r[1].int64(0, 1, last) || !r[1].int64(0, 3, commits) ||
+      r[1].null(0, 5)) {
+    bad_head();
+  }
+  const std::string_view bases = r[1].text(0, 5);
+  std::size_t at = 0;
+  const auto next_base = [&]() -> StreamVersion {
+    std::uint64_t v = 0;
+    bool digits = false;
+    for (; at < bases.size() && bases[at] != ','; ++at, digits = true) {
+      if (bases[at] < '0' || bases[at] > '9') bad_head();
+      v = v * 10 + static_cast<std::uint64_t>(bases[at] - '0');
+    }
+    if (!digits) bad_head();
+    ++at;  // past the comma
+    return v;
+  };
   Tail tail = start;
   for (Pending* p : group) {
     const Tail first = tail;
     std::vector<RecordedEvent>* events = p->sink->events;
     for (const AppendView& a : p->appends) {
-      StreamState& state = seen_.find(a.stream)->second;
+      StreamVersion version = next_base();
       AppendResult result;
       result.first_position = tail.position + 1;
       for (const EventData& e : a.events) {
-        const EventFields f = event_fields(a.stream, e, tail.position + 1, ++state.version, now);
+        const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
         const Hash hash = hasher_(tail.hash, f);
         if (events != nullptr) events->push_back(recorded_of(f, hash, tail.hash));
         tail = {f.position, hash};
       }
-      result.stream_version = state.version;
+      seen_.find(a.stream)->second.version = version;
+      result.stream_version = version;
       result.last_position = tail.position;
       p->results.push_back(result);
     }
@@ -282,7 +299,7 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       p->sink->last_written = tail.position;
     }
   }
-  if (static_cast<Position>(last) != tail.position ||
+  if (at <= bases.size() || static_cast<Position>(last) != tail.position ||
       hash_of(r[1].bytes(0, 2), tail.position) != tail.hash) {
     // Committed, but not as this writer computes the chain: verify() will say where.
     cache_.valid = false;
@@ -297,7 +314,6 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
                      cache_.tail.position == start.position && cache_.tail.hash == start.hash &&
                      cache_.store == store_;
   contended_ = !alone;
-  if (alone) refused_.clear();
   if (!alone) cache_.streams.clear();
   cache_.valid = true;
   cache_.commits = commits;
