@@ -1114,7 +1114,7 @@ TEST_CASE("postgres: a chained group finds its streams as they are, not as remem
     intact = false;
   }
   SUBCASE("the stream's last events went away") {
-    ways = "chained,chained";  // b's and a's, by the log as it is
+    ways = "chained,chained,chained";  // b's and a's, by the log as it is
     // A restore that lost acct-1's last event (position 3) and b's event after it: the log
     // and the head row as they would be.
     Raw raw(uri);
@@ -1123,12 +1123,18 @@ TEST_CASE("postgres: a chained group finds its streams as they are, not as remem
     raw.exec(
         "UPDATE factum_store SET position = 2, hash = (SELECT hash FROM events WHERE position = "
         "2), commits = commits + 1");
+    // acct-2 has a row and no event now: it does not exist as far as an expected version goes.
+    CHECK_THROWS_AS(b.append("acct-2", ExpectedVersion::stream_exists(), make_events(1, "q-")),
+                    ConcurrencyError);
     b.append("acct-2", ExpectedVersion::any(), make_events(1, "i-"));  // b is not a's memory
     // a remembers acct-1 at version 3: the log says 2.
     CHECK(a.append("acct-1", ExpectedVersion::any(), make_events(1, "j-")).stream_version == 3);
     const auto events = a.read_stream("acct-1").to_vector();
     REQUIRE(events.size() == 3);
     CHECK(events.back().stream_version == 3);
+    CHECK(
+        a.append("acct-1", ExpectedVersion::stream_exists(), make_events(1, "r-")).stream_version ==
+        4);
   }
   if (intact) CHECK(a.verify().ok());
   // A refused chained attempt is rolled back (not recorded).

@@ -160,7 +160,8 @@ std::string chained_insert_sql(std::size_t rows) {
   }
   // Each row's version: its stream's last stored one (the statement does not see its own rows)
   // plus its place in its append. The first row of each append (sid not NULL) checks that its
-  // key names that stream and, with ev not NULL, that the stream's last version is ev (22003
+  // key names that stream and, with ev not NULL, that the stream's last version is ev, or with
+  // ev -1 that it has one (ExpectedVersion::stream_exists) (22003
   // otherwise: the int2 cast of the ELSE branch, evaluated only when reached; v is a CTE read
   // twice, so the planner never folds a row's values into the CASE at plan time).
   const std::string last =
@@ -168,8 +169,9 @@ std::string chained_insert_sql(std::size_t rows) {
       "e.stream_version DESC LIMIT 1), 0)";
   sql +=
       "), s AS (SELECT v.*, CASE WHEN v.sid IS NULL OR ((SELECT x.stream_id FROM streams x "
-      "WHERE x.stream_key = v.k) = v.sid AND (v.ev IS NULL OR " +
-      last + " = v.ev)) THEN " + last + " + v.off ELSE (v.off + 100000)::int2 END AS sv FROM v), ";
+      "WHERE x.stream_key = v.k) = v.sid AND (v.ev IS NULL OR CASE WHEN v.ev < 0 THEN " +
+      last + " > 0 ELSE " + last + " = v.ev END)) THEN " + last +
+      " + v.off ELSE (v.off + 100000)::int2 END AS sv FROM v), ";
   // The chain, row by row from the head (locked by the statement before; a head row that is not
   // sound leaves h empty: 22012 below); each row's input, and each row's place in the chain, by
   // a look-up in the other (no join: a group holds few rows).

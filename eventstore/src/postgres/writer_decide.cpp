@@ -214,10 +214,15 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
         if (off > 1) {
           inserted.null(kInt8Oid).null(kTextOid);
         } else {
-          if (a.expected.kind() == ExpectedVersion::Kind::exact) {
-            inserted.i64(static_cast<std::int64_t>(a.expected.version()));
-          } else {
-            inserted.null(kInt8Oid);  // any, stream_exists: a stored stream
+          switch (a.expected.kind()) {
+            case ExpectedVersion::Kind::exact:
+              inserted.i64(static_cast<std::int64_t>(a.expected.version()));
+              break;
+            case ExpectedVersion::Kind::stream_exists:
+              inserted.i64(-1);  // an event stored
+              break;
+            default:
+              inserted.null(kInt8Oid);  // any
           }
           inserted.text(a.stream);
         }
