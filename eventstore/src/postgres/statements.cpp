@@ -150,7 +150,8 @@ std::string chained_insert_sql(std::size_t rows) {
   std::string sql =
       "WITH RECURSIVE h AS (SELECT f.position, f.hash FROM factum_store f WHERE f.id = 1 AND "
       "f.tableoid::bigint = $1 AND f.position >= 0 AND octet_length(f.hash) = 32), "
-      "v(i, k, off, ev, sid, id, t, sch, pl, c1, c2, c3, a, x, r, pre, post) AS (VALUES ";
+      "v(i, k, off, ev, sid, id, t, sch, pl, c1, c2, c3, a, x, r, pre, post) AS MATERIALIZED "
+      "(VALUES ";
   for (std::size_t row = 0; row < rows; ++row) {
     sql += (row == 0 ? "(" : ", (") + std::to_string(row + 1);
     for (std::size_t k = 0; k < kParams; ++k) {
@@ -162,8 +163,9 @@ std::string chained_insert_sql(std::size_t rows) {
   // plus its place in its append. The first row of each append (sid not NULL) checks that its
   // key names that stream and, with ev not NULL, that the stream's last version is ev, or with
   // ev -1 that it has one (ExpectedVersion::stream_exists) (22003
-  // otherwise: the int2 cast of the ELSE branch, evaluated only when reached; v is a CTE read
-  // twice, so the planner never folds a row's values into the CASE at plan time).
+  // otherwise: the int2 cast of the ELSE branch, evaluated only when reached; v is MATERIALIZED,
+  // so the planner never sees a row's values as constants and folds the cast at plan time,
+  // which it would for a one-row group planned with its parameters).
   const std::string last =
       "coalesce((SELECT e.stream_version FROM events e WHERE e.stream_key = v.k ORDER BY "
       "e.stream_version DESC LIMIT 1), 0)";
@@ -264,6 +266,17 @@ std::vector<PlannedStatement> planned_statements() {
       values[2] = values[3] = "NULL";
     }
     out.push_back(std::move(chained));
+    // One row, its parameters known to the planner (a custom plan): nothing is folded.
+    PlannedStatement one{"insert of an event chained on the server",
+                         chained_insert_sql(1),
+                         {"bigint", "text"},
+                         {"16384", "'factum'"}};
+    one.types.insert(one.types.end(), types.begin(), types.end());
+    values[1] = "1";
+    values[2] = "3";
+    values[3] = "'account-7'";
+    one.values.insert(one.values.end(), values.begin(), values.end());
+    out.push_back(std::move(one));
   }
   // A condition's statements (and their guards): an item of a tag, of a tag and a type, of a
   // type, each from its position to the log's head.

@@ -186,6 +186,8 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       const auto it = seen_.find(a.stream);
       if (it == seen_.end() || it->second.key <= 0 ||
           a.expected.kind() == ExpectedVersion::Kind::no_stream ||
+          a.expected.version() >
+              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
           !streams.insert(a.stream).second) {
         return false;
       }
