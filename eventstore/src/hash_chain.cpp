@@ -127,7 +127,7 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
 std::string ChainHasher::input_after_position(const EventFields& f) {
   put_fields(Hash{}, f);
   put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
-  constexpr std::size_t kHead = std::tuple_size_v<Hash> + 8;  // the previous hash, the position
+  constexpr std::size_t kHead = sizeof(Hash) + 8;  // the previous hash, the position
   std::string out = buffer_.substr(kHead);
   buffer_.clear();
   return out;
