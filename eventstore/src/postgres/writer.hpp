@@ -328,6 +328,13 @@ class PgWriter {
   // the stream when the cache does not know it.
   void learn(std::string_view stream);
 
+  // Runs the pipeline of a group in one round trip (its statements one implicit transaction,
+  // committed at the sync; `committing` set) into `r`. When the server refused one of them, the
+  // transaction is rolled back, the refusal kept in `failed` and its SQLSTATE returned; "" when
+  // it committed. A broken connection throws (unknown_outcome: the sync was sent).
+  std::string run_one_trip(PgConn& c, Pipeline& q, std::vector<PgResult>& r, PgResult& failed,
+                           bool& committing);
+
   // Round trip 1: BEGIN, the lock, the streams and ids the group names. Returns the head, and
   // factum_store.commits in `commits`.
   Tail begin_group(PgConn& c, std::span<Pending* const> group, Known& known, std::int64_t& commits);

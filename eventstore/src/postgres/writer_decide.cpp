@@ -66,6 +66,22 @@ void PgWriter::remember(const Pending& p, Versions& out) {
   }
 }
 
+std::string PgWriter::run_one_trip(PgConn& c, Pipeline& q, std::vector<PgResult>& r,
+                                   PgResult& failed, bool& committing) {
+  committing = true;
+  try {
+    r = q.run("committing appends", &failed);
+  } catch (const StorageError&) {
+    if (c.ok()) throw;
+    throw unknown_outcome();
+  }
+  if (failed.get() == nullptr) return "";
+  const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
+  std::string code = state != nullptr ? state : "";
+  c.rollback();
+  return code;
+}
+
 bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_t now,
                          bool& committing) {
   if (!cache_.valid || contended_) return false;
@@ -135,17 +151,8 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   batch.send(q);
   PgResult failed;
   std::vector<PgResult> r;
-  committing = true;
-  try {
-    r = q.run("committing appends", &failed);
-  } catch (const StorageError&) {
-    if (c.ok()) throw;
-    throw unknown_outcome();
-  }
+  const std::string code = run_one_trip(c, q, r, failed, committing);
   if (failed.get() != nullptr) {
-    const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
-    const std::string_view code = state != nullptr ? state : "";
-    c.rollback();
     for (Pending* p : group) reset(*p);
     // A condition's guard found events (22003), or the tag table is gone (42P01, dropped behind
     // the store's back): the careful way reports the events found, or makes the table. The
@@ -238,17 +245,8 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
   q.send(pg::chained_insert_sql(rows), inserted);
   PgResult failed;
   std::vector<PgResult> r;
-  committing = true;
-  try {
-    r = q.run("committing appends", &failed);
-  } catch (const StorageError&) {
-    if (c.ok()) throw;
-    throw unknown_outcome();
-  }
+  const std::string code = run_one_trip(c, q, r, failed, committing);
   if (failed.get() != nullptr) {
-    const char* state = libpq().PQresultErrorField(failed.get(), PG_DIAG_SQLSTATE);
-    const std::string_view code = state != nullptr ? state : "";
-    c.rollback();
     // Another table or a head row not sound (22012), a key that names another stream or an
     // expected version not met (22003), a stored id (23505): nothing is stored, and the careful
     // way decides (and reports) the group.
