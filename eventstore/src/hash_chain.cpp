@@ -124,11 +124,14 @@ Hash ChainHasher::operator()(const Hash& previous, const EventFields& f) {
   return digest(f.recorded_at_us);
 }
 
-std::string ChainHasher::input_after_position(const EventFields& f) {
+ChainHasher::AroundVersion ChainHasher::input_around_version(const EventFields& f) {
   put_fields(Hash{}, f);
   put_u64(static_cast<std::uint64_t>(f.recorded_at_us));
-  constexpr std::size_t kHead = sizeof(Hash) + 8;  // the previous hash, the position
-  std::string out = buffer_.substr(kHead);
+  // put_envelope's layout: the previous hash, the position, the stream id, the version.
+  const std::size_t stream_at = sizeof(Hash) + 8;
+  const std::size_t version_at = stream_at + 4 + f.stream_id.size();
+  AroundVersion out{buffer_.substr(stream_at, version_at - stream_at),
+                    buffer_.substr(version_at + 8)};
   buffer_.clear();
   return out;
 }

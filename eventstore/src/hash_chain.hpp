@@ -53,10 +53,16 @@ class ChainHasher {
   // The same hash from a view: its encoded key/values are hashed as stored (the chain's
   // encoding of Metadata::values is the `extra` column's), so nothing is decoded.
   Hash operator()(const Hash& previous, const EventView& event);
-  // What operator()(previous, fields) hashes after the previous hash and the position (8 bytes,
-  // big-endian): the hash is SHA-256(previous || position || this), which a server that knows
-  // the head when it inserts computes itself (PostgreSQL's sha256()).
-  std::string input_after_position(const EventFields& fields);
+  // What operator()(previous, fields) hashes around the previous hash, the position and the
+  // stream version (each 8 bytes big-endian but the hash): the hash is SHA-256(previous ||
+  // position || before || version || after), which a server that assigns the position and the
+  // version computes itself (PostgreSQL's sha256()). fields.position and .stream_version are
+  // not read.
+  struct AroundVersion {
+    std::string before;  // the stream id (u32 length, bytes)
+    std::string after;   // the rest, from the event id to the time
+  };
+  AroundVersion input_around_version(const EventFields& fields);
 
  private:
   // The fields are laid out in buffer_ (the canonical encoding) and hashed in one update.

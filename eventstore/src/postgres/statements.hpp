@@ -99,14 +99,16 @@ std::string condition_sql(std::string_view sql, bool guard);
 std::string insert_events_sql(std::size_t rows, bool keyed);
 
 // A group of `rows` events chained on the server (PgWriter::chain_on_server), after kLockHead in
-// the same transaction: $1 the store's OID (factum_store's), $2 the channel, then 14 parameters
-// a row (the stream's key, the row's version, the columns from event_id to recorded_at,
-// ChainHasher::input_after_position, and for the first row of each stream its stream id, else
-// NULL). Inserts the rows at the positions after the head, each hash SHA-256(previous hash ||
-// position || input), moves the head row past them (commits + 1), and answers (1 / count), the
-// head's position, its hash, the commit count, and pg_notify($2). Fails with 22012 when
-// factum_store is another table than $1, with 22003 when a stream's key does not name that
-// stream or its last version is not the one before its first row's.
+// the same transaction: $1 the store's OID (factum_store's), $2 the channel, then 16 parameters
+// a row: the stream's key, the row's place in its append (1, 2, ...), for an append's first row
+// its expected last version (NULL: any; -1: one stored) and its stream id (NULL for the other
+// rows), the columns from event_id to recorded_at, and ChainHasher::input_around_version's two
+// parts. Inserts the rows at the positions after the head and the versions after their streams'
+// last, each hash SHA-256(previous hash || position || before || version || after), moves the
+// head row past them (commits + 1), and answers (1 / count), the head's position, its hash, the
+// commit count, pg_notify($2), and each append's version before it (","-separated). Fails with
+// 22012 when factum_store is another table than $1 or its head is not sound, with 22003 when a
+// stream's key does not name that stream or its expected version is not met.
 std::string chained_insert_sql(std::size_t rows);
 
 // A statement as the plan test runs it: its text, its parameters' types, and example values.

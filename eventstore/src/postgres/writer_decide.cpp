@@ -1,6 +1,7 @@
 // Groups decided from one look-up of the log: in one round trip when the writer remembers
 // every stream of the group (speculate), else in two (begin_group, then the inserts).
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -214,9 +215,6 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
   for (const Pending* p : group) {
     for (const AppendView& a : p->appends) {
       const std::int64_t key = seen_.find(a.stream)->second.key;
-      // The hash's input after the position, without the version (the server's): the stream id
-      // before it, the rest after it.
-      const std::size_t before = 4 + a.stream.size();
       std::int64_t off = 0;
       for (const EventData& e : a.events) {
         inserted.i64(key).i64(++off);
@@ -236,9 +234,10 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
           inserted.text(a.stream);
         }
         add_columns(inserted, e, now);
-        const std::string input =
-            hasher_.input_after_position(event_fields(a.stream, e, 0, 0, now));
-        inserted.own_bytes(input.substr(0, before)).own_bytes(input.substr(before + 8));
+        // The hash's input around the position and version (the server's).
+        ChainHasher::AroundVersion input =
+            hasher_.input_around_version(event_fields(a.stream, e, 0, 0, now));
+        inserted.own_bytes(std::move(input.before)).own_bytes(std::move(input.after));
       }
     }
   }
@@ -267,17 +266,16 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       r[1].null(0, 5)) {
     bad_head();
   }
-  const std::string_view bases = r[1].text(0, 5);
-  std::size_t at = 0;
-  const auto next_base = [&]() -> StreamVersion {
-    std::uint64_t v = 0;
-    bool digits = false;
-    for (; at < bases.size() && bases[at] != ','; ++at, digits = true) {
-      if (bases[at] < '0' || bases[at] > '9') bad_head();
-      v = v * 10 + static_cast<std::uint64_t>(bases[at] - '0');
-    }
-    if (!digits) bad_head();
-    ++at;  // past the comma
+  // Each append's stream version before it, ","-separated in the group's order.
+  std::string_view bases = r[1].text(0, 5);
+  bool more = true;  // bases not all read
+  const auto next_base = [&] {
+    StreamVersion v = 0;
+    const char* const end = bases.data() + bases.size();
+    const auto [stop, error] = std::from_chars(bases.data(), end, v);
+    if (!more || error != std::errc() || (stop != end && *stop != ',')) bad_head();
+    more = stop != end;
+    bases.remove_prefix(static_cast<std::size_t>(stop - bases.data()) + (more ? 1 : 0));
     return v;
   };
   Tail tail = start;
@@ -304,7 +302,7 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       p->sink->last_written = tail.position;
     }
   }
-  if (at <= bases.size() || static_cast<Position>(last) != tail.position ||
+  if (more || static_cast<Position>(last) != tail.position ||
       hash_of(r[1].bytes(0, 2), tail.position) != tail.hash) {
     // Committed, but not as this writer computes the chain: verify() will say where.
     cache_.valid = false;
