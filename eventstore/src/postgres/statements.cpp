@@ -147,11 +147,13 @@ std::string chained_insert_sql(std::size_t rows) {
   constexpr std::size_t kParams = 16;
   constexpr std::size_t kFirst = 3;  // $1 the store's OID, $2 the channel
   const std::string n = std::to_string(rows);
+  // The rows, each with its stream's last stored version (the statement does not see its own
+  // rows), looked up once.
   std::string sql =
       "WITH RECURSIVE h AS (SELECT f.position, f.hash FROM factum_store f WHERE f.id = 1 AND "
       "f.tableoid::bigint = $1 AND f.position >= 0 AND octet_length(f.hash) = 32), "
-      "v(i, k, off, ev, sid, id, t, sch, pl, c1, c2, c3, a, x, r, pre, post) AS MATERIALIZED "
-      "(VALUES ";
+      "l AS MATERIALIZED (SELECT v.*, coalesce((SELECT e.stream_version FROM events e WHERE "
+      "e.stream_key = v.k ORDER BY e.stream_version DESC LIMIT 1), 0) AS last FROM (VALUES ";
   for (std::size_t row = 0; row < rows; ++row) {
     sql += (row == 0 ? "(" : ", (") + std::to_string(row + 1);
     for (std::size_t k = 0; k < kParams; ++k) {
@@ -159,21 +161,17 @@ std::string chained_insert_sql(std::size_t rows) {
     }
     sql += ")";
   }
-  // Each row's version: its stream's last stored one (the statement does not see its own rows)
-  // plus its place in its append. The first row of each append (sid not NULL) checks that its
-  // key names that stream and, with ev not NULL, that the stream's last version is ev, or with
-  // ev -1 that it has one (ExpectedVersion::stream_exists) (22003
-  // otherwise: the int2 cast of the ELSE branch, evaluated only when reached; v is MATERIALIZED,
-  // so the planner never sees a row's values as constants and folds the cast at plan time,
-  // which it would for a one-row group planned with its parameters).
-  const std::string last =
-      "coalesce((SELECT e.stream_version FROM events e WHERE e.stream_key = v.k ORDER BY "
-      "e.stream_version DESC LIMIT 1), 0)";
+  // Each row's version: the last plus its place in its append. The first row of each append
+  // (sid not NULL) checks that its key names that stream and, with ev not NULL, that the
+  // stream's last version is ev, or with ev -1 that it has one (ExpectedVersion::stream_exists):
+  // 22003 otherwise, by the int2 cast of the ELSE branch, evaluated only when reached (l is
+  // MATERIALIZED, so the planner never sees a row's values as constants and folds the cast at
+  // plan time, which it would for a one-row group planned with its parameters).
   sql +=
-      "), s AS (SELECT v.*, CASE WHEN v.sid IS NULL OR ((SELECT x.stream_id FROM streams x "
-      "WHERE x.stream_key = v.k) = v.sid AND (v.ev IS NULL OR CASE WHEN v.ev < 0 THEN " +
-      last + " > 0 ELSE " + last + " = v.ev END)) THEN " + last +
-      " + v.off ELSE (v.off + 100000)::int2 END AS sv FROM v), ";
+      ") AS v(i, k, off, ev, sid, id, t, sch, pl, c1, c2, c3, a, x, r, pre, post)), "
+      "s AS (SELECT l.*, CASE WHEN l.sid IS NULL OR ((SELECT x.stream_id FROM streams x WHERE "
+      "x.stream_key = l.k) = l.sid AND (l.ev IS NULL OR CASE WHEN l.ev < 0 THEN l.last > 0 ELSE "
+      "l.last = l.ev END)) THEN l.last + l.off ELSE (l.off + 100000)::int2 END AS sv FROM l), ";
   // The chain, row by row from the head (locked by the statement before; a head row that is not
   // sound leaves h empty: 22012 below); each row's input, and each row's place in the chain, by
   // a look-up in the other (no join: a group holds few rows).
