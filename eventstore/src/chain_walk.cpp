@@ -1,6 +1,6 @@
 #include "chain_walk.hpp"
 
-#include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace factum::detail {
@@ -44,7 +44,8 @@ bool ChainWalk::anchored(const EventView& event, Position at) {
 }
 
 bool ChainWalk::check(const char* problem, const EventView& event, Position at,
-                      std::string_view category) {
+                      std::string_view category,
+                      std::optional<std::span<const std::byte>> stored_previous) {
   if (problem != nullptr) {
     result_ = broken(
         result_, VerifyResult::Problem::malformed_row, at,
@@ -72,6 +73,15 @@ bool ChainWalk::check(const char* problem, const EventView& event, Position at,
                          " does not match its contents and the previous event's hash: it "
                          "was altered, or an event before it was inserted, removed or "
                          "reordered");
+    return false;
+  }
+  if (stored_previous &&
+      (stored_previous->size() != previous_.size() ||
+       std::memcmp(stored_previous->data(), previous_.data(), previous_.size()) != 0)) {
+    result_ = broken(result_, VerifyResult::Problem::hash_mismatch, at,
+                     "the previous hash kept with the event at position " + std::to_string(at) +
+                         " is not the hash of the event before it: it was altered (reads of "
+                         "the event would give it)");
     return false;
   }
   if (!anchored(event, at)) return false;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -23,9 +24,11 @@ class ChainWalk {
   explicit ChainWalk(const VerifyOptions& options, TagDigest* tags = nullptr);
 
   // Checks one row: `problem` is what decoding it found wrong (nullptr: `event` is well formed),
-  // `at` its stored position, `category` its stream's recorded category. Returns false (with
-  // result() filled) at the first break.
-  bool check(const char* problem, const EventView& event, Position at, std::string_view category);
+  // `at` its stored position, `category` its stream's recorded category, `stored_previous` the
+  // previous hash the row keeps (PostgreSQL; none: the row keeps none), which must be the hash
+  // of the event before it. Returns false (with result() filled) at the first break.
+  bool check(const char* problem, const EventView& event, Position at, std::string_view category,
+             std::optional<std::span<const std::byte>> stored_previous = std::nullopt);
   // Reports an event row below position 1 (`lowest`), which no walk from 1 reaches.
   VerifyResult unchained(std::int64_t lowest) const;
   // After the last row. `sequence`: the highest position the store has handed out;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -171,6 +172,19 @@ TEST_CASE("postgres: verify names an edited payload, a deleted event and a cut t
     Tampered t;
     const auto r = t.after("INSERT INTO streams (stream_id, category) VALUES ('ghost-1', 'ghost')");
     CHECK(r.problem == Problem::unchained_row);
+  }
+  SUBCASE("a previous hash kept with an event, altered") {
+    Tampered t;
+    const auto r = t.after("UPDATE events SET previous_hash = hash WHERE position = 5");
+    CHECK(r.problem == Problem::hash_mismatch);
+    CHECK(r.position == 5);
+    CHECK(r.message.find("previous hash kept") != std::string::npos);
+  }
+  SUBCASE("a previous hash kept with the first event, altered") {
+    Tampered t;
+    const auto r = t.after("UPDATE events SET previous_hash = hash WHERE position = 1");
+    CHECK(r.problem == Problem::hash_mismatch);
+    CHECK(r.position == 1);
   }
 }
 
@@ -1152,6 +1166,139 @@ void fill_pool(EventStore& store, int depth) {
 }
 
 }  // namespace
+
+namespace {
+
+// Rows whose kept previous hash is missing or is not the hash of the event before them (the
+// first event's: 32 zero bytes), counted behind the library's back.
+std::string rows_not_keeping_previous(Raw& raw) {
+  return raw.text(
+      "SELECT count(*) FROM events e WHERE e.previous_hash IS DISTINCT FROM coalesce((SELECT "
+      "p.hash FROM events p WHERE p.position = e.position - 1), decode(repeat('00', 32), 'hex'))");
+}
+
+// Every read of `store` (the whole log, each stream both ways, the category "acct", each event
+// by id, the compensations of each) gives each event the hash of the event before it.
+void check_reads_give_previous(const EventStore& store) {
+  const std::vector<RecordedEvent> all = store.read_all().to_vector();
+  REQUIRE_FALSE(all.empty());
+  const auto previous_of = [&](const RecordedEvent& e) {
+    return e.position == 1 ? Hash{} : all[e.position - 2].hash;
+  };
+  std::set<std::string> streams;
+  std::size_t read = 0;
+  for (const RecordedEvent& e : all) {
+    CHECK(e.previous_hash == previous_of(e));
+    streams.insert(e.stream_id);
+    const auto one = store.read_event(e.id);
+    REQUIRE(one.has_value());
+    CHECK(one->previous_hash == previous_of(e));
+    for (const RecordedEvent& c : store.compensations_of(e.id)) {
+      CHECK(c.previous_hash == previous_of(c));
+    }
+  }
+  for (const std::string& s : streams) {
+    for (const RecordedEvent& e : store.read_stream(s).to_vector()) {
+      CHECK(e.previous_hash == previous_of(e));
+      ++read;
+    }
+    for (const RecordedEvent& e : store.read_stream_backward(s).to_vector()) {
+      CHECK(e.previous_hash == previous_of(e));
+    }
+  }
+  CHECK(read == all.size());
+  for (const RecordedEvent& e : store.read_category("acct").to_vector()) {
+    CHECK(e.previous_hash == previous_of(e));
+  }
+}
+
+// Appends through `a` by each of the writer's ways, `b` committing in between: speculated (a
+// alone), chained (a contended), careful (b's first, a compensation) and step by step (an
+// on_appending slot). Returns the ways the commits took.
+std::string append_every_way(const std::string& uri, EventStore& a, EventStore& b,
+                             const std::string& tag) {
+  a.append("acct-" + tag, ExpectedVersion::any(), make_events(3, tag + "a-"));
+  std::vector<StreamAppend> both(2);
+  both[0] = {"acct-new-" + tag, ExpectedVersion::no_stream(), make_events(2, tag + "b-")};
+  both[1] = {"acct-" + tag, ExpectedVersion::any(), make_events(1, tag + "c-")};
+  a.append_multi(both);
+  HeadMoves moves(uri);
+  a.append("acct-" + tag, ExpectedVersion::any(), make_events(2, tag + "d-"));
+  b.append("acct-b-" + tag, ExpectedVersion::any(), make_events(2, tag + "e-"));
+  a.append("acct-" + tag, ExpectedVersion::any(), make_events(2, tag + "f-"));
+  b.append("acct-b-" + tag, ExpectedVersion::any(), make_events(1, tag + "g-"));
+  a.append("acct-new-" + tag, ExpectedVersion::any(), make_events(1, tag + "h-"));
+  {
+    boost::signals2::scoped_connection slot = a.on_appending().connect([](AppendTransaction&) {});
+    a.append("acct-" + tag, ExpectedVersion::any(), make_events(2, tag + "i-"));
+  }
+  std::vector<EventData> fix = make_events(1, tag + "j-");
+  fix[0].metadata.compensates = a.read_stream("acct-" + tag).to_vector().front().id;
+  a.append("acct-" + tag, ExpectedVersion::any(), fix);
+  return moves.since_last();
+}
+
+}  // namespace
+
+// A stream page read each event's previous hash by a look-up of the event before it (half the
+// page's cost on the server): the rows keep it now, whichever way the writer appended them,
+// verify checks it, and rows without one (imported) are looked up.
+TEST_CASE("postgres: each event keeps its previous hash, whichever way it was appended") {
+  const std::string uri = pg_test_uri();
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  Raw raw(uri);
+  const std::string ways = append_every_way(uri, a, b, "1");
+  for (const char* way : {"speculated", "chained", "careful"}) {
+    CHECK_MESSAGE(ways.find(way) != std::string::npos, ways);
+  }
+  CHECK(rows_not_keeping_previous(raw) == "0");
+  check_reads_give_previous(a);
+  CHECK(a.verify().ok());
+
+  // Imported events keep none (the import is the backends' shared SQL): read by look-up.
+  const std::string to_uri = pg_test_uri();
+  EventStore to = EventStore::open(to_uri, TempStore::fast_options());
+  const auto events = a.read_all().to_vector();
+  to.import_events(events);
+  Raw to_raw(to_uri);
+  CHECK(to_raw.text("SELECT count(*) FROM events WHERE previous_hash IS NULL") ==
+        std::to_string(events.size()));
+  to.append("acct-1", ExpectedVersion::any(), make_events(2, "after-"));
+  CHECK(to_raw.text("SELECT count(*) FROM events WHERE previous_hash IS NOT NULL") == "2");
+  check_reads_give_previous(to);
+  CHECK(to.verify().ok());
+}
+
+// Stores made before the rows kept their previous hash have no such column: they are read by
+// look-up and appended to by every way, as before; once the column is added by hand, stores
+// opened after keep it for the events they append.
+TEST_CASE("postgres: a store made before events kept their previous hash works as before") {
+  const std::string uri = pg_test_uri();
+  {
+    EventStore made = EventStore::open(uri);
+    made.append("acct-0", ExpectedVersion::no_stream(), make_events(2, "made-"));
+  }
+  Raw raw(uri);
+  raw.exec("ALTER TABLE events DROP COLUMN previous_hash");
+  EventStore a = EventStore::open(uri, TempStore::fast_options());
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  const std::string ways = append_every_way(uri, a, b, "1");
+  for (const char* way : {"speculated", "chained", "careful"}) {
+    CHECK_MESSAGE(ways.find(way) != std::string::npos, ways);
+  }
+  check_reads_give_previous(a);
+  CHECK(a.verify().ok());
+
+  raw.exec("ALTER TABLE events ADD COLUMN previous_hash bytea");
+  EventStore c = EventStore::open(uri, TempStore::fast_options());
+  c.append("acct-0", ExpectedVersion::any(), make_events(2, "kept-"));
+  CHECK(raw.text("SELECT count(*) FROM events WHERE previous_hash IS NOT NULL") == "2");
+  a.append("acct-0", ExpectedVersion::any(), make_events(1, "by-a-"));  // a still keeps none
+  CHECK(raw.text("SELECT count(*) FROM events WHERE previous_hash IS NOT NULL") == "2");
+  check_reads_give_previous(c);
+  CHECK(c.verify().ok());
+}
 
 TEST_CASE("postgres: a server that accepts the connection and never answers fails open in time") {
   // No connect_timeout in the URI: factum's default (10 s) ends the wait, and names the host.

@@ -123,12 +123,29 @@ class PgConn {
     // lock_timeout 0 would mean "wait forever"; busy_timeout 0 means "do not wait".
     const std::string lock_timeout =
         std::to_string(std::max<std::int64_t>(1, options.busy_timeout.count()));
-    exec("SET synchronous_commit = " +
-             std::string(options.durability == Durability::full ? "on" : "off") +
-             "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning; " +
-             pg::kPlannerSettings +
-             (options.read_only ? "; SET default_transaction_read_only = on" : ""),
-         "configuring the connection");
+    // The store's format is read in the same round trip (the last statement's answer).
+    PgResult r(libpq().PQexec(
+        conn_, ("SET synchronous_commit = " +
+                std::string(options.durability == Durability::full ? "on" : "off") +
+                "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning; " +
+                pg::kPlannerSettings +
+                (options.read_only ? "; SET default_transaction_read_only = on; " : "; ") +
+                kHasPreviousColumn)
+                   .c_str()));
+    if (libpq().PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+      fail(r.get(), "configuring the connection");
+    }
+    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "t";
+  }
+
+  // Whether the store's events keep their previous hash (a column of stores made since
+  // 2026-12-07; pg::RowReads): read when the connection is made, and again by detect_format()
+  // (after the store was made). A connection of an older store writes and reads without it.
+  bool stored_previous() const noexcept { return stored_previous_; }
+  void detect_format() {
+    PgResult r = run(kHasPreviousColumn, 0, nullptr, nullptr, nullptr, nullptr,
+                     "reading the store's format", 0);
+    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "t";
   }
 
   PGconn* get() const noexcept { return conn_; }
@@ -222,6 +239,12 @@ class PgConn {
     return libpq().PQconnectdbParams(keywords.data(), values.data(), t.expand_dbname ? 1 : 0);
   }
 
+  // The catalog itself (no to_regclass: a session caches a name it did not find), in the
+  // schema the connection's statements name.
+  static constexpr const char* kHasPreviousColumn =
+      "SELECT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN "
+      "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
+      "c.relname = 'events' AND a.attname = 'previous_hash' AND NOT a.attisdropped)";
   static constexpr std::size_t kMaxPrepared = 256;
   static constexpr std::size_t kMaxStreamNames = 1 << 16;
   std::unordered_map<std::int64_t, std::string> stream_names_;
@@ -229,6 +252,7 @@ class PgConn {
   PGconn* conn_ = nullptr;
   std::map<std::string, std::string> prepared_;  // SQL text -> statement name
   std::uint64_t next_name_ = 0;
+  bool stored_previous_ = false;
 };
 
 }  // namespace factum::detail::pg

@@ -8,16 +8,16 @@
 namespace factum::detail::pg {
 namespace {
 
-const std::string& page_sql(PageQuery::Kind kind) {
+const std::string& page_sql(PageQuery::Kind kind, bool stored_previous) {
   switch (kind) {
     case PageQuery::Kind::all:
       return pg::kPageAll;
     case PageQuery::Kind::stream_forward:
-      return pg::kPageStreamForward;
+      return pg::row_reads(stored_previous).page_stream_forward;
     case PageQuery::Kind::stream_backward:
-      return pg::kPageStreamBackward;
+      return pg::row_reads(stored_previous).page_stream_backward;
     case PageQuery::Kind::category:
-      return pg::kPageCategory;
+      return pg::row_reads(stored_previous).page_category;
   }
   return pg::kPageAll;
 }
@@ -29,7 +29,7 @@ PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit) {
   if (query.kind != PageQuery::Kind::all) p.text(query.key);
   p.i64(query_lower_bound(query));
   p.i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)));
-  return p.run(c, page_sql(query.kind).c_str(), "reading events");
+  return p.run(c, page_sql(query.kind, c.stored_previous()).c_str(), "reading events");
 }
 
 const StreamNames& name_streams(PgConn& c, const PgResult& page) {

@@ -36,7 +36,10 @@ CREATE TABLE events (
   actor          text,
   extra          bytea,
   recorded_at    bigint NOT NULL,
-  hash           bytea NOT NULL
+  hash           bytea NOT NULL,
+  -- the hash of the event before: read with the row, not looked up (NULL: looked up; rows an
+  -- import or an older factum wrote). Checked by verify.
+  previous_hash  bytea
 );
 CREATE UNIQUE INDEX events_by_stream ON events (stream_key, stream_version);
 CREATE UNIQUE INDEX events_by_id ON events (event_id);
@@ -93,6 +96,7 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
       c.rollback();
       throw;
     }
+    c.detect_format();  // the connection was made before the store
   }
   PgResult f = c.run("SELECT format FROM factum_store WHERE id = 1", 0, nullptr, nullptr, nullptr,
                      nullptr, "reading the store's format");

@@ -21,15 +21,23 @@ constexpr const char* kStreamIdOfRow =
     "(SELECT s.stream_id FROM streams s WHERE s.stream_key = e.stream_key)";
 constexpr const char* kCategoryOfRow =
     "(SELECT s.category FROM streams s WHERE s.stream_key = e.stream_key)";
-constexpr const char* kPreviousHash =
+constexpr const char* kLookedUpPrevious =
     "(SELECT p.hash FROM events p WHERE p.position = e.position - 1)";
-// The previous hash of a page's row, NULL when the page's row before it (in the window's
-// order) is the event before it in the log: the reader takes that row's hash (walk_page). The
-// look-up per row cost the server ~2 us per row (half a stream page's time, pgbench, warm);
-// events appended together sit side by side in a stream or category page.
-std::string previous_hash_in_page(const char* order) {
+// A row's previous hash: in a store whose rows keep it (`stored`), the row's own column, looked
+// up only where it is NULL (rows an import or an older factum wrote); else looked up.
+std::string previous_hash(bool stored) {
+  return stored ? std::string("coalesce(e.previous_hash, ") + kLookedUpPrevious + ")"
+                : kLookedUpPrevious;
+}
+// The previous hash of a page's row. Looked up, it is NULL when the page's row before it (in
+// the window's order) is the event before it in the log: the reader takes that row's hash
+// (walk_page); events appended together sit side by side in a stream or category page. The
+// look-up per row cost the server ~2 us per row, half a stream page's time (pgbench, warm):
+// hence the column (docs/postgres.md, "Reads").
+std::string previous_hash_in_page(const char* order, bool stored) {
+  if (stored) return previous_hash(true);
   return std::string("CASE WHEN lag(e.position) OVER (ORDER BY ") + order +
-         ") = e.position - 1 THEN NULL::bytea ELSE " + kPreviousHash + " END";
+         ") = e.position - 1 THEN NULL::bytea ELSE " + kLookedUpPrevious + " END";
 }
 // The key of the stream named $1 (NULL: none), computed once per statement.
 constexpr const char* kKeyOfStream = "(SELECT s.stream_key FROM streams s WHERE s.stream_id = $1)";
@@ -51,35 +59,40 @@ const std::string kPageAll =
     select("e.stream_key", "NULL::bytea", "WHERE e.position >= $1 ORDER BY e.position LIMIT $2");
 const std::string kStreamNames =
     "SELECT stream_key, stream_id FROM streams WHERE stream_key = ANY ($1::bigint[])";
-const std::string kPageStreamForward =
-    select("$1::text", previous_hash_in_page("e.stream_version"),
-           std::string("WHERE e.stream_key = ") + kKeyOfStream +
-               " AND e.stream_version >= $2 ORDER BY e.stream_version LIMIT $3");
-const std::string kPageStreamBackward =
-    select("$1::text", kPreviousHash,
-           std::string("WHERE e.stream_key = ") + kKeyOfStream +
-               " AND e.stream_version <= $2 ORDER BY e.stream_version DESC LIMIT $3");
-const std::string kPageCategory = select(kStreamIdOfRow, previous_hash_in_page("e.position"),
-                                         std::string("WHERE e.position >= $2 AND ") +
-                                             kCategoryOfRow + " = $1 ORDER BY e.position LIMIT $3");
-const std::string kLogRange =
-    select(kStreamIdOfRow, kPreviousHash,
-           "WHERE e.position >= $1 AND e.position < $2 ORDER BY e.position LIMIT $3");
-const std::string kEventById = select(kStreamIdOfRow, kPreviousHash, "WHERE e.event_id = $1");
-// Ordered by an expression no index gives, so that the only plan is the compensates index and
-// a sort of its few rows (an ordered walk of the whole log would be the other).
-const std::string kCompensationsOf =
-    select(kStreamIdOfRow, kPreviousHash, "WHERE e.compensates = $1 ORDER BY e.position + 0");
+RowReads::RowReads(bool stored)
+    : page_stream_forward(
+          select("$1::text", previous_hash_in_page("e.stream_version", stored),
+                 std::string("WHERE e.stream_key = ") + kKeyOfStream +
+                     " AND e.stream_version >= $2 ORDER BY e.stream_version LIMIT $3")),
+      page_stream_backward(
+          select("$1::text", previous_hash(stored),
+                 std::string("WHERE e.stream_key = ") + kKeyOfStream +
+                     " AND e.stream_version <= $2 ORDER BY e.stream_version DESC LIMIT $3")),
+      page_category(select(kStreamIdOfRow, previous_hash_in_page("e.position", stored),
+                           std::string("WHERE e.position >= $2 AND ") + kCategoryOfRow +
+                               " = $1 ORDER BY e.position LIMIT $3")),
+      log_range(select(kStreamIdOfRow, previous_hash(stored),
+                       "WHERE e.position >= $1 AND e.position < $2 ORDER BY e.position LIMIT $3")),
+      event_by_id(select(kStreamIdOfRow, previous_hash(stored), "WHERE e.event_id = $1")),
+      // Ordered by an expression no index gives, so that the only plan is the compensates index
+      // and a sort of its few rows (an ordered walk of the whole log would be the other).
+      compensations_of(select(kStreamIdOfRow, previous_hash(stored),
+                              "WHERE e.compensates = $1 ORDER BY e.position + 0")),
+      page_verify("SELECT " + columns(kStreamIdOfRow) +
+                  (stored ? ", e.previous_hash, " : ", NULL::bytea, ") + kCategoryOfRow +
+                  " FROM events e WHERE e.position >= $1 ORDER BY e.position LIMIT $2") {}
+
+const RowReads& row_reads(bool stored) {
+  static const RowReads kStored(true);
+  static const RowReads kLookedUp(false);
+  return stored ? kStored : kLookedUp;
+}
+
 const std::string kHashAt = "SELECT hash FROM events WHERE position = $1";
 const std::string kVersionOfStream = std::string("SELECT e.stream_version FROM events e WHERE ") +
                                      "e.stream_key = " + kKeyOfStream +
                                      " ORDER BY e.stream_version DESC LIMIT 1";
 const std::string kHead = kHeadSql;
-const std::string kPageVerify = "SELECT " + columns(kStreamIdOfRow) + ", NULL::bytea, " +
-                                kCategoryOfRow +
-                                " FROM events e WHERE e.position >= $1 ORDER BY e.position "
-                                "LIMIT $2";
-
 const std::string kLockHead =
     "SELECT position, hash, commits, tableoid::bigint FROM factum_store WHERE id = 1 FOR UPDATE";
 const std::string kStreamsNamed = std::string("SELECT s.stream_id, ") + kLastVersionOfStreamRow +
@@ -121,29 +134,33 @@ const std::string kEventOfId = std::string("SELECT e.position, e.stream_key, e.s
 const std::string kStreamOfId =
     std::string("SELECT ") + kStreamIdOfRow + " FROM events e WHERE e.event_id = $1";
 
-std::string insert_events_sql(std::size_t rows, bool keyed) {
+std::string insert_events_sql(std::size_t rows, bool keyed, bool previous) {
+  const std::size_t per_row = previous ? 15 : 14;
   std::string sql =
       "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
       "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-      "recorded_at, hash) ";
+      "recorded_at, hash";
+  sql += previous ? ", previous_hash) " : ") ";
   sql += keyed ? "VALUES "
                : "SELECT v.p, (SELECT stream_key FROM streams WHERE stream_id = v.s), "
-                 "v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h "
-                 "FROM (VALUES ";
+                 "v.sv, v.id, v.t, v.sch, v.pl, v.c1, v.c2, v.c3, v.a, v.x, v.r, v.h";
+  if (!keyed) sql += previous ? ", v.ph FROM (VALUES " : " FROM (VALUES ";
   std::size_t n = 0;
-  for (std::size_t row = 0; row < rows; ++row, n += 14) {
+  for (std::size_t row = 0; row < rows; ++row, n += per_row) {
     sql += row == 0 ? "(" : ", (";
-    for (std::size_t k = 1; k <= 14; ++k) {
+    for (std::size_t k = 1; k <= per_row; ++k) {
       // A row's parameters: its stream (key or id), position, then the columns in order.
       const std::size_t param = keyed && k <= 2 ? 3 - k : k;
       sql += (k == 1 ? "$" : ", $") + std::to_string(n + param);
     }
     sql += ")";
   }
-  return keyed ? sql : sql + ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)";
+  if (keyed) return sql;
+  return sql + (previous ? ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h, ph)"
+                         : ") AS v(s, p, sv, id, t, sch, pl, c1, c2, c3, a, x, r, h)");
 }
 
-std::string chained_insert_sql(std::size_t rows) {
+std::string chained_insert_sql(std::size_t rows, bool previous) {
   constexpr std::size_t kParams = 16;
   constexpr std::size_t kFirst = 3;  // $1 the store's OID, $2 the channel
   const std::string n = std::to_string(rows);
@@ -182,10 +199,13 @@ std::string chained_insert_sql(std::size_t rows) {
       n +
       "), w AS (INSERT INTO events (position, stream_key, stream_version, event_id, type, "
       "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-      "recorded_at, hash) SELECT (SELECT c.p FROM c WHERE c.i = s.i), s.k, s.sv, s.id, s.t, "
-      "s.sch, s.pl, s.c1, s.c2, s.c3, s.a, s.x, s.r, (SELECT c.h FROM c WHERE c.i = s.i) FROM "
-      "s), u AS (UPDATE factum_store f SET position = h.position + " +
-      n + ", hash = (SELECT c.h FROM c WHERE c.i = " + n +
+      "recorded_at, hash" +
+      std::string(previous ? ", previous_hash" : "") +
+      ") SELECT (SELECT c.p FROM c WHERE c.i = s.i), s.k, s.sv, s.id, s.t, s.sch, s.pl, s.c1, "
+      "s.c2, s.c3, s.a, s.x, s.r, (SELECT c.h FROM c WHERE c.i = s.i)" +
+      (previous ? ", (SELECT c.h FROM c WHERE c.i = s.i - 1)" : "") +
+      " FROM s), u AS (UPDATE factum_store f SET position = h.position + " + n +
+      ", hash = (SELECT c.h FROM c WHERE c.i = " + n +
       "), commits = f.commits + 1 FROM h WHERE f.id = 1 RETURNING f.position, f.hash, "
       "f.commits) SELECT 1 / count(*), max(u.position), (array_agg(u.hash))[1], "
       "max(u.commits), pg_notify($2, max(u.commits)::text), (SELECT string_agg((s.sv - "
@@ -208,25 +228,38 @@ std::vector<PlannedStatement> planned_statements() {
   std::vector<PlannedStatement> out = {
       {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
       {"names of streams", kStreamNames, {"text"}, {"'{7,8}'"}},
-      {"page of a stream",
-       kPageStreamForward,
-       {"text", "bigint", "bigint"},
-       {"'account-7'", "1", "512"}},
-      {"page of a stream, backward",
-       kPageStreamBackward,
-       {"text", "bigint", "bigint"},
-       {"'account-7'", "100", "512"}},
-      {"page of a category",
-       kPageCategory,
-       {"text", "bigint", "bigint"},
-       {"'account'", "500", "512"}},
-      {"range of the log", kLogRange, {"bigint", "bigint", "bigint"}, {"400", "500", "100"}},
-      {"event by id", kEventById, {"bytea"}, {id}},
-      {"compensations of an event", kCompensationsOf, {"bytea"}, {id}, true},
+  };
+  // Each read of previous hashes as a store that keeps them runs it, and as an older store does.
+  for (const bool stored : {true, false}) {
+    const RowReads& r = row_reads(stored);
+    const std::string as = stored ? "" : ", older store";
+    const std::vector<PlannedStatement> reads = {
+        {"page of a stream" + as,
+         r.page_stream_forward,
+         {"text", "bigint", "bigint"},
+         {"'account-7'", "1", "512"}},
+        {"page of a stream, backward" + as,
+         r.page_stream_backward,
+         {"text", "bigint", "bigint"},
+         {"'account-7'", "100", "512"}},
+        {"page of a category" + as,
+         r.page_category,
+         {"text", "bigint", "bigint"},
+         {"'account'", "500", "512"}},
+        {"range of the log" + as,
+         r.log_range,
+         {"bigint", "bigint", "bigint"},
+         {"400", "500", "100"}},
+        {"event by id" + as, r.event_by_id, {"bytea"}, {id}},
+        {"compensations of an event" + as, r.compensations_of, {"bytea"}, {id}, true},
+        {"verify's page" + as, r.page_verify, {"bigint", "bigint"}, {"500", "4096"}},
+    };
+    out.insert(out.end(), reads.begin(), reads.end());
+  }
+  const std::vector<PlannedStatement> rest = {
       {"hash at a position", kHashAt, {"bigint"}, {"500"}},
       {"version of a stream", kVersionOfStream, {"text"}, {"'account-7'"}},
       {"head", kHead, {}, {}},
-      {"verify's page", kPageVerify, {"bigint", "bigint"}, {"500", "4096"}},
       {"head row, locked", kLockHead, {}, {}},
       {"streams of a group", kStreamsNamed, {"text"}, {"E'account-7\\naccount-8'"}},
       {"ids of a group",
@@ -236,13 +269,28 @@ std::vector<PlannedStatement> planned_statements() {
       {"stream key and version", kStreamKeyAndVersion, {"text"}, {"'account-7'"}},
       {"event of an id", kEventOfId, {"bytea"}, {id}},
       {"stream of an id", kStreamOfId, {"bytea"}, {id}},
-      {"insert of an event", insert_events_sql(1, false), row_types, row_values},
-      {"insert of an event, by its stream's key", insert_events_sql(1, true), keyed_types,
-       keyed_values},
+      {"insert of an event, older store", insert_events_sql(1, false, false), row_types,
+       row_values},
+      {"insert of an event, by its stream's key, older store", insert_events_sql(1, true, false),
+       keyed_types, keyed_values},
       {"keys of subjects", kKeysOf, {"text"}, {"E'user:1\\nuser:2'"}},
       {"subjects without a key", kMissingKeysGuard, {"text"}, {"E'user:1\\nuser:2'"}},
   };
+  out.insert(out.end(), rest.begin(), rest.end());
   {
+    // A store whose rows keep their previous hash: one more parameter a row.
+    std::vector<std::string> types = row_types;
+    std::vector<std::string> values = row_values;
+    types.emplace_back("bytea");
+    values.emplace_back("'\\x00'::bytea");
+    out.push_back({"insert of an event", insert_events_sql(1, false, true), types, values});
+    types[0] = "bigint";
+    values[0] = "7";
+    out.push_back({"insert of an event, by its stream's key", insert_events_sql(1, true, true),
+                   types, values});
+  }
+  for (const bool previous : {true, false}) {
+    const std::string as = previous ? "" : ", older store";
     // Two rows of a group chained on the server: the first checks its stream, the second not.
     std::vector<std::string> types(keyed_types.begin(), keyed_types.end() - 1);
     std::vector<std::string> values(keyed_values.begin(), keyed_values.end() - 1);
@@ -253,8 +301,8 @@ std::vector<PlannedStatement> planned_statements() {
     values.insert(values.begin() + 1, {"1", "3", "'account-7'"});
     types.insert(types.end(), {"bytea", "bytea"});
     values.insert(values.end(), {"'\\x00'::bytea", "'\\x00'::bytea"});
-    PlannedStatement chained{"insert of events chained on the server",
-                             chained_insert_sql(2),
+    PlannedStatement chained{"insert of events chained on the server" + as,
+                             chained_insert_sql(2, previous),
                              {"bigint", "text"},
                              {"16384", "'factum'"}};
     for (int row = 0; row < 2; ++row) {
@@ -265,8 +313,8 @@ std::vector<PlannedStatement> planned_statements() {
     }
     out.push_back(std::move(chained));
     // One row, its parameters known to the planner (a custom plan): nothing is folded.
-    PlannedStatement one{"insert of an event chained on the server",
-                         chained_insert_sql(1),
+    PlannedStatement one{"insert of an event chained on the server" + as,
+                         chained_insert_sql(1, previous),
                          {"bigint", "text"},
                          {"16384", "'factum'"}};
     one.types.insert(one.types.end(), types.begin(), types.end());

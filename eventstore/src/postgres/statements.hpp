@@ -47,26 +47,33 @@ inline constexpr const char* kFactumPlanner =
 extern const std::string kPageAll;
 // The ids of the streams whose keys $1 lists ('{1,2,...}'): (stream_key, stream_id) rows.
 extern const std::string kStreamNames;
-// One page of a stream: $1 stream id, $2 first (last) version, $3 limit.
-extern const std::string kPageStreamForward;
-extern const std::string kPageStreamBackward;
-// One page of a category: $1 category, $2 first position, $3 limit. Walks the log by position
-// and keeps the events of the category: its cost per page is the page size over the
-// category's share of the events it passes, whatever the log's size.
-extern const std::string kPageCategory;
-// Positions $1 <= p < $2 of the log, at most $3 (an on_appending slot's read_log).
-extern const std::string kLogRange;
-// The event with id $1; the events that compensate $1, in position order.
-extern const std::string kEventById;
-extern const std::string kCompensationsOf;
+// The statements that read events with their previous hash, for a store whose events keep it
+// in their column previous_hash (`stored`: stores made since 2026-12-07; PgConn::
+// stored_previous) or not (older stores: each row's is looked up by position).
+struct RowReads {
+  explicit RowReads(bool stored);
+  // One page of a stream: $1 stream id, $2 first (last) version, $3 limit.
+  std::string page_stream_forward;
+  std::string page_stream_backward;
+  // One page of a category: $1 category, $2 first position, $3 limit. Walks the log by
+  // position and keeps the events of the category: its cost per page is the page size over
+  // the category's share of the events it passes, whatever the log's size.
+  std::string page_category;
+  // Positions $1 <= p < $2 of the log, at most $3 (an on_appending slot's read_log).
+  std::string log_range;
+  // The event with id $1; the events that compensate $1, in position order.
+  std::string event_by_id;
+  std::string compensations_of;
+  // Verify's page: kPageAll's columns, the stored previous hash (NULL when none is stored: the
+  // walk knows it), then the stream's category.
+  std::string page_verify;
+};
+const RowReads& row_reads(bool stored);
 // The hash of the event at position $1.
 extern const std::string kHashAt;
 // The last version of stream $1 (no row: no such stream); the log's last position and hash.
 extern const std::string kVersionOfStream;
 extern const std::string kHead;
-// Verify's page: kPageAll's columns, NULL, then the stream's category.
-extern const std::string kPageVerify;
-
 // The writer's: the head row, locked (position, hash, commits, and the OID of the table
 // factum_store: the store's identity, new when the store is made again); the stored streams of
 // "\n"-separated stream ids $1 (id, last version, key); the stored ones of ","-separated hex event
@@ -91,12 +98,13 @@ std::string dollar_sql(std::string_view sql);
 // SQLSTATE 22003 when it finds an event instead of answering its position.
 std::string condition_sql(std::string_view sql, bool guard);
 
-// INSERT of `rows` events, 14 parameters per row: the stream's key when `keyed` (a bigint),
-// else its id (text, the key looked up by a subquery per row: a stream made in the same
-// transaction has no key known to the writer); then position, version, and the columns from
-// event_id on. The plain VALUES form costs the server less: ~7 us per one-event append at
-// ~28k appends/s (docs/postgres.md, "Ordering").
-std::string insert_events_sql(std::size_t rows, bool keyed);
+// INSERT of `rows` events, 14 parameters per row (15 with `previous`): the stream's key when
+// `keyed` (a bigint), else its id (text, the key looked up by a subquery per row: a stream made
+// in the same transaction has no key known to the writer); then position, version, the columns
+// from event_id to hash, and with `previous` (a store whose rows keep it) the previous hash. The
+// plain VALUES form costs the server less: ~7 us per one-event append at ~28k appends/s
+// (docs/postgres.md, "Ordering").
+std::string insert_events_sql(std::size_t rows, bool keyed, bool previous);
 
 // A group of `rows` events chained on the server (PgWriter::chain_on_server), after kLockHead in
 // the same transaction: $1 the store's OID (factum_store's), $2 the channel, then 16 parameters
@@ -108,8 +116,9 @@ std::string insert_events_sql(std::size_t rows, bool keyed);
 // head row past them (commits + 1), and answers (1 / count), the head's position, its hash, the
 // commit count, pg_notify($2), and each append's version before it (","-separated). Fails with
 // 22012 when factum_store is another table than $1 or its head is not sound, with 22003 when a
-// stream's key does not name that stream or its expected version is not met.
-std::string chained_insert_sql(std::size_t rows);
+// stream's key does not name that stream or its expected version is not met. With `previous`,
+// each row keeps its previous hash in its column.
+std::string chained_insert_sql(std::size_t rows, bool previous);
 
 // A statement as the plan test runs it: its text, its parameters' types, and example values.
 struct PlannedStatement {

@@ -109,7 +109,8 @@ class PostgresStorage final : public Storage {
 
   std::optional<RecordedEvent> read_event(const EventId& id) override {
     std::vector<RecordedEvent> out = read([&](PgConn& c) {
-      return read_events(Params().id(id).run(c, pg::kEventById.c_str(), "reading an event"));
+      return read_events(Params().id(id).run(
+          c, pg::row_reads(c.stored_previous()).event_by_id.c_str(), "reading an event"));
     });
     if (out.empty()) return std::nullopt;
     return std::move(out.front());
@@ -117,8 +118,8 @@ class PostgresStorage final : public Storage {
 
   std::vector<RecordedEvent> compensations_of(const EventId& id) override {
     return read([&](PgConn& c) {
-      return read_events(
-          Params().id(id).run(c, pg::kCompensationsOf.c_str(), "reading compensations"));
+      return read_events(Params().id(id).run(
+          c, pg::row_reads(c.stored_previous()).compensations_of.c_str(), "reading compensations"));
     });
   }
 
@@ -135,13 +136,16 @@ class PostgresStorage final : public Storage {
       PgResult page = Params()
                           .i64(static_cast<std::int64_t>(walk.next()))
                           .i64(kVerifyPage)
-                          .run(*c, pg::kPageVerify.c_str(), "verifying the hash chain");
+                          .run(*c, pg::row_reads(c->stored_previous()).page_verify.c_str(),
+                               "verifying the hash chain");
       for (int i = 0; i < page.rows(); ++i) {
         const char* problem = decode(page, i, event);
         const std::string_view category =
             page.null(i, kPreviousHash + 1) ? std::string_view() : page.text(i, kPreviousHash + 1);
+        std::optional<std::span<const std::byte>> stored_previous;
+        if (!page.null(i, kPreviousHash)) stored_previous = page.bytes(i, kPreviousHash);
         if (!walk.check(problem, event, static_cast<Position>(page.int64_or(i, kPosition, 0)),
-                        category)) {
+                        category, stored_previous)) {
           return walk.result();
         }
       }

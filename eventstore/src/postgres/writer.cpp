@@ -15,6 +15,10 @@ std::int64_t now_us() {
 
 void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash) {
   add_columns(p, e, now);
+  add_hash(p, hash);
+}
+
+void add_hash(Params& p, const Hash& hash) {
   p.own_bytes(std::string(reinterpret_cast<const char*>(hash.data()), hash.size()));
 }
 
@@ -184,7 +188,7 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
       for (const auto& [id, stream] : known.streams) next.streams[id] = stream;
       const Position start = tail.position;
       Pipeline queued(c);
-      Batch batch;                                 // decided appends' inserts, not yet sent
+      Batch batch(c.stored_previous());            // decided appends' inserts, not yet sent
       std::set<std::string, std::less<>> touched;  // streams appended in this group
       std::set<EventId> written;                   // ids appended in this group
       bool stepwise = isolated;  // once an append ran step by step, Known is stale: all do

@@ -47,6 +47,8 @@ constexpr std::size_t kMaxGroup = 64;  // appends per group at most
 void add_columns(Params& p, const EventData& e, std::int64_t now, const Hash& hash);
 // The same up to recorded_at (no hash).
 void add_columns(Params& p, const EventData& e, std::int64_t now);
+// A hash as a bytea parameter.
+void add_hash(Params& p, const Hash& hash);
 
 // The log's head as a group leaves it: the last position and its hash.
 struct Tail {
@@ -145,6 +147,10 @@ class PgWriter {
   // order.
   class Batch {
    public:
+    // `previous`: the store's rows keep their previous hash (PgConn::stored_previous), one more
+    // parameter a row.
+    explicit Batch(bool previous) : previous_(previous) {}
+    bool previous() const noexcept { return previous_; }
     // A new stream's row (send tells where its key comes back).
     void add_stream(std::string_view stream) {
       NewStream& s = streams_.emplace_back();
@@ -153,7 +159,7 @@ class PgWriter {
     }
     // The parameters of one more event row of `stream`, whose key is `key` (0: a new stream),
     // holding its first value (the key, or for a new stream the stream's id), to be filled
-    // with the other kRowParams - 1.
+    // with the others (pg::insert_events_sql's).
     Params& add_row(std::int64_t key, std::string_view stream) {
       const bool keyed = key > 0;
       if (rows_.empty() || rows_.back().count == kRowsPerInsert || rows_.back().keyed != keyed) {
@@ -182,7 +188,7 @@ class PgWriter {
                s.params);
       }
       for (const Rows& rows : rows_) {
-        q.send(pg::insert_events_sql(rows.count, rows.keyed), rows.params);
+        q.send(pg::insert_events_sql(rows.count, rows.keyed, previous_), rows.params);
       }
       for (const Rows& rows : tags_) {
         q.send(pg::dollar_sql(detail::insert_tags_sql(rows.count)), rows.params);
@@ -193,8 +199,7 @@ class PgWriter {
     }
 
    private:
-    static constexpr std::size_t kRowParams = 14;        // pg::insert_events_sql's
-    static constexpr std::size_t kRowsPerInsert = 1000;  // 14,000 of the 65,535 parameters
+    static constexpr std::size_t kRowsPerInsert = 1000;  // 15,000 of the 65,535 parameters
     static constexpr std::size_t kTagsPerInsert = 1000;
     struct Rows {
       Params params;
@@ -208,6 +213,7 @@ class PgWriter {
     std::deque<NewStream> streams_;  // deques: parameters point into themselves, nothing moves
     std::deque<Rows> rows_;
     std::deque<Rows> tags_;
+    bool previous_;
   };
 
   // Whether p's append is decided here when it can be: it has no hook, or one that does only

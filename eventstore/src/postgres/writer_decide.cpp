@@ -106,7 +106,7 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
   if (!subjects.empty() && !key_table_) return false;  // the careful way makes the table
   Versions decided;
   Tail tail = cache_.tail;
-  Batch batch;
+  Batch batch(c.stored_previous());
   try {
     for (Pending* p : group) {
       decide(*p, known, batch, tail, now);
@@ -241,7 +241,7 @@ bool PgWriter::chain_on_server(PgConn& c, std::span<Pending* const> group, std::
       }
     }
   }
-  q.send(pg::chained_insert_sql(rows), inserted);
+  q.send(pg::chained_insert_sql(rows, c.stored_previous()), inserted);
   PgResult failed;
   std::vector<PgResult> r;
   const std::string code = run_one_trip(c, q, r, failed, committing);
@@ -515,6 +515,7 @@ void PgWriter::decide(Pending& p, Known& known, Batch& out, Tail& tail, std::int
       row.i64(static_cast<std::int64_t>(f.position))
           .i64(static_cast<std::int64_t>(f.stream_version));
       add_columns(row, e, now, hash);
+      if (out.previous()) add_hash(row, t.hash);
       if (committed != nullptr) committed->push_back(recorded_of(f, hash, t.hash));
       if (n < tags.size()) {
         for (const std::string& tag : tags[n]) out.add_tag(tag, f.position);

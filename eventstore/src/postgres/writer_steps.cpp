@@ -88,14 +88,23 @@ AppendResult PgWriter::apply_one(PgConn& c, const AppendView& a, Tail& tail, std
         .i64(*key)
         .i64(static_cast<std::int64_t>(f.stream_version));
     add_columns(params, e, now, hash);
+    const bool previous = c.stored_previous();
+    if (previous) add_hash(params, tail.hash);
     // An id stored in another stream does not raise (which would abort the transaction):
     // the insert returns no row, and the duplicate is reported.
     PgResult r = params.run(c,
-                            "INSERT INTO events (position, stream_key, stream_version, "
-                            "event_id, type, schema_version, payload, correlation_id, "
-                            "causation_id, compensates, actor, extra, recorded_at, hash) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                            "$14) ON CONFLICT (event_id) DO NOTHING RETURNING position",
+                            previous ? "INSERT INTO events (position, stream_key, stream_version, "
+                                       "event_id, type, schema_version, payload, correlation_id, "
+                                       "causation_id, compensates, actor, extra, recorded_at, "
+                                       "hash, previous_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                                       "$8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT "
+                                       "(event_id) DO NOTHING RETURNING position"
+                                     : "INSERT INTO events (position, stream_key, stream_version, "
+                                       "event_id, type, schema_version, payload, correlation_id, "
+                                       "causation_id, compensates, actor, extra, recorded_at, "
+                                       "hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+                                       "$11, $12, $13, $14) ON CONFLICT (event_id) DO NOTHING "
+                                       "RETURNING position",
                             "appending an event");
     if (r.rows() != 1) throw_duplicate(c, e.id, a.stream);
     if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
@@ -206,7 +215,8 @@ class PgWriter::HookTransaction final : public AppendTransaction {
                      .i64(static_cast<std::int64_t>(from))
                      .i64(static_cast<std::int64_t>(before))
                      .i64(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1U << 30)))
-                     .run(conn_, pg::kLogRange.c_str(), "reading the log inside an append");
+                     .run(conn_, pg::row_reads(conn_.stored_previous()).log_range.c_str(),
+                          "reading the log inside an append");
     conn_.exec(pg::kCallerPlanner, "reading the log inside an append");
     read_events(r, out);
     return out;
