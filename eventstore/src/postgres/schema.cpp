@@ -96,8 +96,10 @@ std::string prepare_schema(PgConn& c, const StoreOptions& options) {
       c.rollback();
       throw;
     }
-    c.detect_format();  // the connection was made before the store
   }
+  // The connection may have been made before the store (by this process or another): read the
+  // format again unless it found the column.
+  if (!c.stored_previous()) c.detect_format();
   PgResult f = c.run("SELECT format FROM factum_store WHERE id = 1", 0, nullptr, nullptr, nullptr,
                      nullptr, "reading the store's format");
   std::int64_t format = 0;

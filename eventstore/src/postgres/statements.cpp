@@ -16,7 +16,7 @@ std::string columns(const char* stream) {
          "e.causation_id, e.compensates, e.actor, e.extra, e.recorded_at, e.hash";
 }
 
-// A row's stream id, category and previous hash, each looked up by key.
+// A row's stream id and category, each looked up by key; its previous hash, by position.
 constexpr const char* kStreamIdOfRow =
     "(SELECT s.stream_id FROM streams s WHERE s.stream_key = e.stream_key)";
 constexpr const char* kCategoryOfRow =
@@ -33,7 +33,7 @@ std::string previous_hash(bool stored) {
 // the window's order) is the event before it in the log: the reader takes that row's hash
 // (walk_page); events appended together sit side by side in a stream or category page. The
 // look-up per row cost the server ~2 us per row, half a stream page's time (pgbench, warm):
-// hence the column (docs/postgres.md, "Reads").
+// hence the column (docs/postgres.md, "Schema").
 std::string previous_hash_in_page(const char* order, bool stored) {
   if (stored) return previous_hash(true);
   return std::string("CASE WHEN lag(e.position) OVER (ORDER BY ") + order +
