@@ -66,7 +66,10 @@ void validate(const RecordedEvent& e, const StoreOptions& options) {
 // One import transaction: the head it continues and the streams it has touched.
 class Importer {
  public:
-  Importer(Sql& sql, const StoreOptions& options) : sql_(sql), options_(options) { read_head(); }
+  Importer(Sql& sql, const StoreOptions& options)
+      : sql_(sql), options_(options), keeps_previous_(keeps_previous(sql)) {
+    read_head();
+  }
 
   void add(const RecordedEvent& e) {
     validate(e, options_);
@@ -110,6 +113,16 @@ class Importer {
     std::int64_t key = 0;
     StreamVersion version = 0;
   };
+
+  // Whether the store's event rows keep their previous hash (PostgreSQL stores made since
+  // 2026-12-07: docs/postgres.md, "Schema"): imported events keep it too, as appended ones do.
+  static bool keeps_previous(Sql& sql) {
+    if (sql.dialect() != SqlDialect::postgres) return false;
+    return sql.query_integer(
+               "SELECT count(*) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN "
+               "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
+               "c.relname = 'events' AND a.attname = 'previous_hash' AND NOT a.attisdropped") == 1;
+  }
 
   void read_head() {
     sql_.query(detail::kHeadSql, {}, [&](const SqlRow& row) {
@@ -156,7 +169,7 @@ class Importer {
   void insert(const RecordedEvent& e, const Stream& stream) {
     const Metadata& m = e.metadata;
     const std::string extra = m.values.empty() ? std::string() : detail::encode_values(m.values);
-    const std::vector<SqlValue> params{
+    std::vector<SqlValue> params{
         static_cast<std::int64_t>(e.position),
         stream.key,
         static_cast<std::int64_t>(e.stream_version),
@@ -171,6 +184,16 @@ class Importer {
         m.values.empty() ? SqlValue(nullptr) : bytes_of(extra.data(), extra.size()),
         static_cast<std::int64_t>(e.recorded_at.time_since_epoch().count()),
         bytes_of(e.hash.data(), e.hash.size())};
+    if (keeps_previous_) {
+      params.push_back(bytes_of(head_.hash.data(), head_.hash.size()));  // the event before's
+      sql_.execute(
+          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
+          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
+          "recorded_at, hash, previous_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+          "?11, ?12, ?13, ?14, ?15)",
+          params);
+      return;
+    }
     sql_.execute(
         "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
         "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
@@ -180,6 +203,7 @@ class Importer {
 
   Sql& sql_;
   const StoreOptions& options_;
+  const bool keeps_previous_;
   Head head_;
   std::map<std::string, Stream, std::less<>> streams_;
   detail::ChainHasher hasher_;

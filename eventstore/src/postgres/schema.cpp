@@ -38,7 +38,7 @@ CREATE TABLE events (
   recorded_at    bigint NOT NULL,
   hash           bytea NOT NULL,
   -- the hash of the event before: read with the row, not looked up (NULL: looked up; rows an
-  -- import or an older factum wrote). Checked by verify.
+  -- older factum wrote). Checked by verify.
   previous_hash  bytea
 );
 CREATE UNIQUE INDEX events_by_stream ON events (stream_key, stream_version);

@@ -24,7 +24,7 @@ constexpr const char* kCategoryOfRow =
 constexpr const char* kLookedUpPrevious =
     "(SELECT p.hash FROM events p WHERE p.position = e.position - 1)";
 // A row's previous hash: in a store whose rows keep it (`stored`), the row's own column, looked
-// up only where it is NULL (rows an import or an older factum wrote); else looked up.
+// up only where it is NULL (rows an older factum wrote); else looked up.
 std::string previous_hash(bool stored) {
   return stored ? std::string("coalesce(e.previous_hash, ") + kLookedUpPrevious + ")"
                 : kLookedUpPrevious;
