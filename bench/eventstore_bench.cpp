@@ -718,7 +718,7 @@ Samples read_all_case(const Config& c, const ReadData& d) {
   auto raw = [&] {
     RawDb db(d.raw_file, c.durability);
     RawStmt scan(db, kRawScan);
-    const std::size_t page = factum::StoreOptions{}.read_page_size;
+    const std::size_t page = factum::kSqliteReadPageSize;
     std::vector<factum::RecordedEvent> rows;
     rows.reserve(page);
     return timed(c.seconds, [&] {
@@ -1386,7 +1386,7 @@ class PostgresBackend final : public Backend {
     auto raw = [&] {
       RawPg db(raw_schema_->uri());
       const PgParams none;
-      const std::size_t page = factum::StoreOptions{}.read_page_size;
+      const std::size_t page = factum::kPostgresReadPageSize;
       std::vector<factum::RecordedEvent> rows;
       rows.reserve(page);
       return timed(c_.seconds, [&] {
@@ -1441,7 +1441,7 @@ class PostgresBackend final : public Backend {
     analyze(large_schema);
     bench::fill_to(large, c_.scale_events, corpus_.event());
     admin_->exec("VACUUM " + large_schema.name() + ".events, " + large_schema.name() + ".streams");
-    const std::size_t page = store_options(c_).read_page_size;
+    const std::size_t page = *large.options().read_page_size;
     Scale out;
     for (int rep = 0; rep < c_.reps; ++rep) {
       PgSchema schema(*admin_, c_.pg_uri, "scale_small");

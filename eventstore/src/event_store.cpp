@@ -18,6 +18,7 @@ class StoreImpl {
  public:
   StoreImpl(const std::filesystem::path& path, const StoreOptions& options)
       : path_(path), options_(options), storage_(open_storage(path, options)) {
+    if (!options_.read_page_size) options_.read_page_size = storage_->default_read_page_size();
     start_keyring();
     start_anchoring();
   }
@@ -25,6 +26,7 @@ class StoreImpl {
       : path_(target->shown),
         options_(options),
         storage_(open_postgres_storage(std::move(target), options)) {
+    if (!options_.read_page_size) options_.read_page_size = storage_->default_read_page_size();
     start_keyring();
     start_anchoring();
   }
@@ -128,11 +130,11 @@ class StoreImpl {
   }
 
   EventRange range(PageQuery query) const {
-    return EventRange(make_cursor(storage_, std::move(query), options_.read_page_size));
+    return EventRange(make_cursor(storage_, std::move(query), *options_.read_page_size));
   }
 
   std::uint64_t visit(PageQuery query, const ViewVisitor& fn) const {
-    return visit_pages(*storage_, std::move(query), options_.read_page_size, fn);
+    return visit_pages(*storage_, std::move(query), *options_.read_page_size, fn);
   }
 
   // What anchoring reads of this store: its head and, through the checked walk, its event at

@@ -94,6 +94,9 @@ class Storage {
  public:
   virtual ~Storage() = default;
 
+  // The read page size of StoreOptions::read_page_size left unset.
+  virtual std::size_t default_read_page_size() const noexcept { return kSqliteReadPageSize; }
+
   // Commits `appends` atomically with the semantics of EventStore::append_multi (arguments
   // are validated already). Fills `sink` (see AppendSink).
   // Runs `hook` (when not null) inside the transaction after each stream append that writes.

@@ -1,6 +1,7 @@
 // Reads: streams forward and backward, categories, the whole log, paging and laziness.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <ranges>
 
 #include "support/temp_dir.hpp"
@@ -35,6 +36,26 @@ std::vector<std::uint64_t> positions(const std::vector<RecordedEvent>& events) {
 TEST_CASE("an EventRange is a std::ranges::input_range") {
   static_assert(std::ranges::input_range<EventRange>);
   static_assert(std::input_iterator<EventRange::iterator>);
+}
+
+// A page is a short read transaction of a file, and a round trip to a server, whose latency a
+// larger page spreads over more events: left unset, the page size is the backend's.
+TEST_CASE("a read page size left unset is the backend's, and one given is kept") {
+  TempStore unset;
+  REQUIRE(unset.store.options().read_page_size.has_value());
+  CHECK(*unset.store.options().read_page_size == (factum::test::testing_postgres()
+                                                      ? factum::kPostgresReadPageSize
+                                                      : factum::kSqliteReadPageSize));
+  TempStore given(small_pages());
+  CHECK(given.store.options().read_page_size == std::optional<std::size_t>(3));
+  // The unset size reads a log longer than a page whole, in order.
+  const std::size_t n = *unset.store.options().read_page_size + 5;
+  std::vector<EventData> events = make_events(n);
+  unset.store.append("s-1", ExpectedVersion::no_stream(), events);
+  const auto all = unset.store.read_all().to_vector();
+  REQUIRE(all.size() == n);
+  CHECK(all.back().position == n);
+  CHECK(all[n - 1].previous_hash == all[n - 2].hash);
 }
 
 TEST_CASE("read_stream reads forward from a version across pages") {

@@ -32,6 +32,8 @@ class PostgresStorage final : public Storage {
     if (!options.read_only) writer_ = std::make_unique<PgWriter>(target_, options, channel_);
   }
 
+  std::size_t default_read_page_size() const noexcept override { return kPostgresReadPageSize; }
+
   // Text the server cannot hold is refused here, on the caller's thread: it never reaches a
   // commit group, where the server would refuse it for the whole group.
   std::vector<AppendResult> append(std::span<const AppendView> appends, AppendSink& sink,

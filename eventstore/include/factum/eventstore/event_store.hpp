@@ -407,6 +407,7 @@ class EventStore {
   std::unique_ptr<LogWatcher> watch() const;
 
   const std::filesystem::path& path() const noexcept;
+  // The options the store was opened with; read_page_size always holds the one in use.
   const StoreOptions& options() const noexcept;
 
  private:

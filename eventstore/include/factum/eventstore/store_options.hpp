@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace factum {
@@ -77,6 +78,12 @@ enum class Durability {
   normal,
 };
 
+// The read page sizes of StoreOptions::read_page_size left unset. On PostgreSQL a 512-event
+// page of the whole log spent about a quarter of its time on its round trip and statement
+// (docs/performance.md, "Pages on PostgreSQL").
+inline constexpr std::size_t kSqliteReadPageSize = 512;
+inline constexpr std::size_t kPostgresReadPageSize = 4096;
+
 struct StoreOptions {
   // Durability of each commit. Default: Durability::full.
   Durability durability = Durability::full;
@@ -94,8 +101,11 @@ struct StoreOptions {
   // Create the file when it does not exist. Default: true.
   bool create_if_missing = true;
   // Events fetched per page by the lazy read ranges: memory per open range is bounded by
-  // this many events. Default: 512.
-  std::size_t read_page_size = 512;
+  // this many events. 0 acts as 1. Unset (the default): the backend's, kSqliteReadPageSize
+  // for a file (a page is one short read transaction) and kPostgresReadPageSize for a server
+  // (a page is one round trip, whose latency a larger page spreads over more events);
+  // EventStore::options() tells the one in use.
+  std::optional<std::size_t> read_page_size;
   // Most appends committed together in one transaction by group commit. Default: 256.
   std::size_t max_group_size = 256;
   // The write-ahead log is copied back into the file (a checkpoint, on the appending thread)
