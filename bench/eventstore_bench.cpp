@@ -66,6 +66,8 @@ constexpr const char* kType = "bench.MoneyDeposited";
 constexpr std::uint64_t kScaleSmall = 10000;  // the scale case's small log
 constexpr std::size_t kScaleBatches = 100;    // appends of 100 events per timed scale run
 constexpr std::size_t kScalePages = 30;       // pages read per timed scale run (15,360 events)
+constexpr std::size_t kScalePage = 512;       // events per page of the scale case's stores (the
+                                              // small log holds 30 pages of 512, not of 4,096)
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -1436,16 +1438,18 @@ class PostgresBackend final : public Backend {
   // hint bits nor its appends share the machine with autovacuum's first pass.
   std::optional<Scale> scale() override {
     const PgSchema large_schema(*admin_, c_.pg_uri, "scale_large");
-    factum::EventStore large = factum::EventStore::open(large_schema.uri(), store_options(c_));
+    factum::StoreOptions options = store_options(c_);
+    options.read_page_size = kScalePage;  // each page read is one statement of that many rows
+    factum::EventStore large = factum::EventStore::open(large_schema.uri(), options);
     bench::fill_to(large, c_.scale_events / 10, corpus_.event());
     analyze(large_schema);
     bench::fill_to(large, c_.scale_events, corpus_.event());
     admin_->exec("VACUUM " + large_schema.name() + ".events, " + large_schema.name() + ".streams");
-    const std::size_t page = *large.options().read_page_size;
+    const std::size_t page = kScalePage;
     Scale out;
     for (int rep = 0; rep < c_.reps; ++rep) {
       PgSchema schema(*admin_, c_.pg_uri, "scale_small");
-      factum::EventStore small = factum::EventStore::open(schema.uri(), store_options(c_));
+      factum::EventStore small = factum::EventStore::open(schema.uri(), options);
       bench::fill_to(small, kScaleSmall, corpus_.event());
       schema.vacuum_analyze();
       const std::string run = std::to_string(rep);
