@@ -36,6 +36,14 @@ enum EventColumn {
 // CorruptEventError when its metadata key/values are malformed (never for a checked view).
 void assign(RecordedEvent& out, const EventView& v);
 
+// 1 when the events table of the connection's schema has the column previous_hash (PostgreSQL
+// stores made since 2026-12-07: docs/postgres.md, "Schema"), else 0. The catalog itself, not
+// to_regclass: a session caches a name it looked up and did not find.
+inline constexpr const char* kKeepsPreviousHashSql =
+    "SELECT count(*) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN "
+    "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
+    "c.relname = 'events' AND a.attname = 'previous_hash' AND NOT a.attisdropped";
+
 // The newest event's position and hash: the one query every connection uses for it.
 inline constexpr const char* kHeadSql =
     "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1";

@@ -117,11 +117,8 @@ class Importer {
   // Whether the store's event rows keep their previous hash (PostgreSQL stores made since
   // 2026-12-07: docs/postgres.md, "Schema"): imported events keep it too, as appended ones do.
   static bool keeps_previous(Sql& sql) {
-    if (sql.dialect() != SqlDialect::postgres) return false;
-    return sql.query_integer(
-               "SELECT count(*) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN "
-               "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
-               "c.relname = 'events' AND a.attname = 'previous_hash' AND NOT a.attisdropped") == 1;
+    return sql.dialect() == SqlDialect::postgres &&
+           sql.query_integer(detail::kKeepsPreviousHashSql) == 1;
   }
 
   void read_head() {
@@ -184,21 +181,18 @@ class Importer {
         m.values.empty() ? SqlValue(nullptr) : bytes_of(extra.data(), extra.size()),
         static_cast<std::int64_t>(e.recorded_at.time_since_epoch().count()),
         bytes_of(e.hash.data(), e.hash.size())};
-    if (keeps_previous_) {
-      params.push_back(bytes_of(head_.hash.data(), head_.hash.size()));  // the event before's
-      sql_.execute(
-          "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
-          "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-          "recorded_at, hash, previous_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-          "?11, ?12, ?13, ?14, ?15)",
-          params);
-      return;
-    }
-    sql_.execute(
-        "INSERT INTO events (position, stream_key, stream_version, event_id, type, "
-        "schema_version, payload, correlation_id, causation_id, compensates, actor, extra, "
-        "recorded_at, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params);
+    if (keeps_previous_) params.push_back(bytes_of(head_.hash.data(), head_.hash.size()));
+    sql_.execute(keeps_previous_ ? "INSERT INTO events (position, stream_key, stream_version, "
+                                   "event_id, type, schema_version, payload, correlation_id, "
+                                   "causation_id, compensates, actor, extra, recorded_at, hash, "
+                                   "previous_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                   "?10, ?11, ?12, ?13, ?14, ?15)"
+                                 : "INSERT INTO events (position, stream_key, stream_version, "
+                                   "event_id, type, schema_version, payload, correlation_id, "
+                                   "causation_id, compensates, actor, extra, recorded_at, hash) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                                   "?13, ?14)",
+                 params);
   }
 
   Sql& sql_;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "event_rows.hpp"  // kKeepsPreviousHashSql
 #include "factum/eventstore/errors.hpp"
 #include "factum/eventstore/store_options.hpp"
 #include "postgres/libpq.hpp"
@@ -130,12 +131,12 @@ class PgConn {
                 "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning; " +
                 pg::kPlannerSettings +
                 (options.read_only ? "; SET default_transaction_read_only = on; " : "; ") +
-                kHasPreviousColumn)
+                kKeepsPreviousHashSql)
                    .c_str()));
     if (libpq().PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
       fail(r.get(), "configuring the connection");
     }
-    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "t";
+    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "1";
   }
 
   // Whether the store's events keep their previous hash (a column of stores made since
@@ -143,9 +144,9 @@ class PgConn {
   // (after the store was made). A connection of an older store writes and reads without it.
   bool stored_previous() const noexcept { return stored_previous_; }
   void detect_format() {
-    PgResult r = run(kHasPreviousColumn, 0, nullptr, nullptr, nullptr, nullptr,
+    PgResult r = run(kKeepsPreviousHashSql, 0, nullptr, nullptr, nullptr, nullptr,
                      "reading the store's format", 0);
-    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "t";
+    stored_previous_ = r.rows() == 1 && r.text(0, 0) == "1";
   }
 
   PGconn* get() const noexcept { return conn_; }
@@ -239,12 +240,6 @@ class PgConn {
     return libpq().PQconnectdbParams(keywords.data(), values.data(), t.expand_dbname ? 1 : 0);
   }
 
-  // The catalog itself (no to_regclass: a session caches a name it did not find), in the
-  // schema the connection's statements name.
-  static constexpr const char* kHasPreviousColumn =
-      "SELECT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN "
-      "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
-      "c.relname = 'events' AND a.attname = 'previous_hash' AND NOT a.attisdropped)";
   static constexpr std::size_t kMaxPrepared = 256;
   static constexpr std::size_t kMaxStreamNames = 1 << 16;
   std::unordered_map<std::int64_t, std::string> stream_names_;

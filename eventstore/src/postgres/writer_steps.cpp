@@ -46,6 +46,9 @@ void PgWriter::apply(PgConn& c, Pending& p, Tail& tail, std::int64_t now) {
   }
 }
 
+// The end of a step's INSERT (pg::insert_events_sql, by key): a stored id leaves no row.
+constexpr const char* kUnlessStored = " ON CONFLICT (event_id) DO NOTHING RETURNING position";
+
 AppendResult PgWriter::apply_one(PgConn& c, const AppendView& a, Tail& tail, std::int64_t now,
                                  std::vector<RecordedEvent>* committed) {
   std::optional<std::int64_t> key;
@@ -84,28 +87,17 @@ AppendResult PgWriter::apply_one(PgConn& c, const AppendView& a, Tail& tail, std
     const EventFields f = event_fields(a.stream, e, tail.position + 1, ++version, now);
     const Hash hash = hasher_(tail.hash, f);
     Params params;
-    params.i64(static_cast<std::int64_t>(f.position))
-        .i64(*key)
+    params.i64(*key)
+        .i64(static_cast<std::int64_t>(f.position))
         .i64(static_cast<std::int64_t>(f.stream_version));
     add_columns(params, e, now, hash);
     const bool previous = c.stored_previous();
     if (previous) add_hash(params, tail.hash);
     // An id stored in another stream does not raise (which would abort the transaction):
     // the insert returns no row, and the duplicate is reported.
-    PgResult r = params.run(c,
-                            previous ? "INSERT INTO events (position, stream_key, stream_version, "
-                                       "event_id, type, schema_version, payload, correlation_id, "
-                                       "causation_id, compensates, actor, extra, recorded_at, "
-                                       "hash, previous_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-                                       "$8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT "
-                                       "(event_id) DO NOTHING RETURNING position"
-                                     : "INSERT INTO events (position, stream_key, stream_version, "
-                                       "event_id, type, schema_version, payload, correlation_id, "
-                                       "causation_id, compensates, actor, extra, recorded_at, "
-                                       "hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-                                       "$11, $12, $13, $14) ON CONFLICT (event_id) DO NOTHING "
-                                       "RETURNING position",
-                            "appending an event");
+    static const std::string kInsert[2] = {pg::insert_events_sql(1, true, false) + kUnlessStored,
+                                           pg::insert_events_sql(1, true, true) + kUnlessStored};
+    PgResult r = params.run(c, kInsert[previous ? 1 : 0].c_str(), "appending an event");
     if (r.rows() != 1) throw_duplicate(c, e.id, a.stream);
     if (committed != nullptr) committed->push_back(recorded_of(f, hash, tail.hash));
     tail = {f.position, hash};
