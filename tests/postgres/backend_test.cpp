@@ -922,6 +922,85 @@ class HeadMoves {
 
 }  // namespace
 
+// busy_timeout bounds the wait for the log's ordering lock, nothing else. Every commit that
+// wakes listeners (pg_notify) also takes one server-wide lock at commit, held by each notifying
+// commit on the server (any store's, any database's) until its flush is done: an append whose
+// ordering lock was free waits its turn there, and does not fail as busy because another store
+// on the server committed at the same moment — whichever of the writer's ways it takes.
+TEST_CASE("postgres: busy_timeout 0 does not fail appends while other stores commit") {
+  const std::string uri = pg_test_uri();
+  StoreOptions o = TempStore::fast_options();
+  o.busy_timeout = std::chrono::milliseconds(0);
+  EventStore a = EventStore::open(uri, o);
+  EventStore b = EventStore::open(uri, TempStore::fast_options());
+  a.append("acct-1", ExpectedVersion::no_stream(), make_events(1));
+  const EventId first = a.read_stream("acct-1").to_vector().front().id;
+  HeadMoves moves(uri);
+  // Two other sessions commit notifications as fast as they can (another store's appends, a
+  // service's own NOTIFY), each commit holding the server's notify lock for a moment.
+  std::atomic<bool> stop{false};
+  std::atomic<long> noise_commits{0};
+  std::vector<std::thread> noise;
+  for (int n = 0; n < 2; ++n) {
+    noise.emplace_back([&] {
+      try {
+        Raw raw(uri);
+        while (!stop.load()) {
+          raw.exec("BEGIN; SELECT pg_notify('factum_test_noise', 'x'); COMMIT");
+          noise_commits.fetch_add(1);
+        }
+      } catch (const std::exception&) {
+        noise_commits.store(-1000000);  // the noise stopped: seen below
+      }
+    });
+  }
+  std::string failure;
+  std::uint64_t appended = 1;
+  for (int i = 0; i < 2000 && failure.empty(); ++i) {
+    try {
+      switch (i % 5) {
+        case 0:  // speculated
+          a.append("acct-1", ExpectedVersion::any(), make_events(1));
+          break;
+        case 1:  // chained: b committed since a's last append
+          b.append("acct-b", ExpectedVersion::any(), make_events(1));
+          a.append("acct-1", ExpectedVersion::any(), make_events(1));
+          break;
+        case 2: {  // careful: a compensation
+          std::vector<EventData> fix = make_events(1);
+          fix[0].metadata.compensates = first;
+          a.append("acct-1", ExpectedVersion::any(), fix);
+          break;
+        }
+        case 3: {  // step by step: an on_appending slot
+          boost::signals2::scoped_connection slot =
+              a.on_appending().connect([](AppendTransaction&) {});
+          a.append("acct-1", ExpectedVersion::any(), make_events(1));
+          break;
+        }
+        default:  // the caller's SQL, which moves the head too
+          a.write_sql(
+              [](Sql& sql) { sql.execute("CREATE TABLE IF NOT EXISTS side_note (n int)"); });
+          --appended;
+          break;
+      }
+      ++appended;
+    } catch (const StorageError& e) {
+      failure = e.what();
+    }
+  }
+  stop = true;
+  for (std::thread& t : noise) t.join();
+  CHECK_MESSAGE(failure.empty(), failure);
+  CHECK(noise_commits.load() > 0);
+  CHECK(a.stream_version("acct-1") == appended);
+  const std::string ways = moves.since_last();
+  for (const char* way : {"speculated", "chained", "careful"}) {
+    CHECK_MESSAGE(ways.find(way) != std::string::npos, way);
+  }
+  CHECK(a.verify().ok());
+}
+
 // Two writers (two store objects: two processes, as far as the server can tell) taking turns:
 // each finds that the other committed since its last group, so its remembered head is stale.
 // Its groups then go in one round trip with the server assigning the positions and chaining the

@@ -209,7 +209,8 @@ std::string chained_insert_sql(std::size_t rows, bool previous) {
       "), commits = f.commits + 1 FROM h WHERE f.id = 1 RETURNING f.position, f.hash, "
       "f.commits) SELECT 1 / count(*), max(u.position), (array_agg(u.hash))[1], "
       "max(u.commits), pg_notify($2, max(u.commits)::text), (SELECT string_agg((s.sv - "
-      "s.off)::text, ',' ORDER BY s.i) FROM s WHERE s.sid IS NOT NULL) FROM u";
+      "s.off)::text, ',' ORDER BY s.i) FROM s WHERE s.sid IS NOT NULL), " +
+      std::string(kCommitLockWait) + " FROM u";
   return sql;
 }
 

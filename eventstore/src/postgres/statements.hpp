@@ -38,6 +38,17 @@ inline constexpr const char* kFactumPlanner =
     "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; "
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL jit = off";
 
+// A select-list column of the statement that moves the log's head, evaluated once the head
+// row is locked (the log's ordering lock, held until commit): the rest of the transaction waits
+// up to this bound for a lock, not for busy_timeout (the session's lock_timeout, which bounds
+// the wait for the ordering lock only). Its commit takes PostgreSQL's server-wide lock that
+// orders notifying commits (pg_notify), held by each notifying commit on the server (any
+// store's, any database's) until its flush is done: with busy_timeout 0 (lock_timeout 1 ms) an
+// append whose ordering lock was free failed as busy whenever another store committed at the
+// same moment. Local to the transaction (set_config's third argument): the session's
+// lock_timeout is back at the next statement after the commit.
+inline constexpr const char* kCommitLockWait = "set_config('lock_timeout', '60s', true)";
+
 // The event columns every read selects, in the order of rows.hpp's EventView (position, stream
 // id, version, id, type, schema version, payload, correlation, causation, compensates, actor,
 // extra, recorded_at, hash), then the previous event's hash (NULL when not read).

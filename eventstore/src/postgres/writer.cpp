@@ -90,15 +90,15 @@ void PgWriter::run_custom(Pending& p) noexcept {
       (*p.custom)(sql);
       // Events written through SQL (an import) move the head row too; every write counts as
       // a commit for watchers, and wakes listeners.
-      Params().text(channel_).run(
-          c,
+      static const std::string move_head =
           "WITH h AS (SELECT coalesce(max(position), 0) AS position FROM events), "
           "u AS (UPDATE factum_store s SET commits = s.commits + 1, "
           "position = greatest(s.position, h.position), hash = CASE WHEN h.position > "
           "s.position THEN (SELECT hash FROM events WHERE position = h.position) ELSE s.hash "
           "END FROM h WHERE s.id = 1 RETURNING s.commits) "
-          "SELECT pg_notify($1, commits::text) FROM u",
-          "moving the log's head");
+          "SELECT pg_notify($1, commits::text), " +
+          std::string(pg::kCommitLockWait) + " FROM u";
+      Params().text(channel_).run(c, move_head.c_str(), "moving the log's head");
       c.exec("COMMIT", "committing");
     } catch (...) {
       c.rollback();
@@ -235,7 +235,8 @@ PgWriter::Attempt PgWriter::attempt(std::span<Pending* const> group, std::int64_
         queued.send(
             "WITH u AS (UPDATE factum_store SET position = $1, hash = $2, "
             "commits = commits + 1 WHERE id = 1 RETURNING commits) "
-            "SELECT pg_notify($3, commits::text), commits FROM u",
+            "SELECT pg_notify($3, commits::text), commits, " +
+                std::string(pg::kCommitLockWait) + " FROM u",
             head);
       }
       queued.send("COMMIT", Params());

@@ -133,7 +133,8 @@ bool PgWriter::speculate(PgConn& c, std::span<Pending* const> group, std::int64_
       "WITH u AS (UPDATE factum_store SET position = $2, hash = $3, commits = commits + 1 "
       "WHERE id = 1 AND commits = $1 AND tableoid::bigint = $5 AND position = $6 AND hash = $7 "
       "RETURNING commits) "
-      "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits) FROM u",
+      "SELECT 1 / count(*), pg_notify($4, max(commits)::text), max(commits), " +
+          std::string(pg::kCommitLockWait) + " FROM u",
       guard);
   // After the guard, which holds the head row's lock: the log is the cached one.
   const bool tag_table = tag_table_needed(group);
