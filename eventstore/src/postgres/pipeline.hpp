@@ -119,21 +119,10 @@ class Pipeline {
   explicit Pipeline(PgConn& c) : c_(c) {}
   ~Pipeline() {
     if (!active_) return;
-    // Abandoned (an exception): drain what is pending, leave pipeline mode.
+    // Abandoned (an exception, or a reader that stopped early): drain what is pending, leave
+    // pipeline mode.
     for (const std::string& sql : preparing_) c_.forget_statement(sql);
-    if (libpq().PQpipelineSync(c_.get()) == 1) {
-      for (;;) {
-        PGresult* r = libpq().PQgetResult(c_.get());
-        if (r == nullptr) {
-          if (!c_.ok()) break;
-          continue;
-        }
-        const bool sync = libpq().PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-        libpq().PQclear(r);
-        if (sync) break;
-      }
-    }
-    libpq().PQexitPipelineMode(c_.get());
+    drain();
   }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -166,6 +155,63 @@ class Pipeline {
     return static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), true));
   }
 
+  // Streaming, instead of run(): sends the statements' sync; then each next() hands out one
+  // statement's result as it arrives, while the server runs the statements after it (a reader
+  // decodes one part of a page while the server reads the next). Throws StorageError (kind io)
+  // when the connection broke.
+  void sync(std::string_view doing) {
+    if (!active_ || synced_) return;
+    if (libpq().PQpipelineSync(c_.get()) != 1) c_.fail(nullptr, doing);
+    synced_ = true;
+  }
+  // After sync(): the next statement's result, in the order sent; an empty PgResult (get() is
+  // null) once every one was handed out, the pipeline then left. A statement that failed: the
+  // rest is read, the pipeline left, and its error thrown (StorageError naming `doing`).
+  PgResult next(std::string_view doing) {
+    while (active_ && next_ < kinds_.size()) {
+      const bool statement = kinds_[next_++];
+      PgResult r(libpq().PQgetResult(c_.get()));
+      if (r.get() == nullptr) c_.fail(nullptr, doing);  // the connection broke
+      while (PGresult* extra = libpq().PQgetResult(c_.get())) libpq().PQclear(extra);
+      const auto status = libpq().PQresultStatus(r.get());
+      if (status == PGRES_FATAL_ERROR || status == PGRES_PIPELINE_ABORTED) {
+        for (const std::string& sql : preparing_) c_.forget_statement(sql);
+        drain();
+        c_.fail(r.get(), doing);
+      }
+      if (statement) return r;
+    }
+    if (active_) {
+      PgResult end(libpq().PQgetResult(c_.get()));
+      if (end.get() == nullptr || libpq().PQresultStatus(end.get()) != PGRES_PIPELINE_SYNC) {
+        c_.fail(end.get(), doing);
+      }
+      clear();
+      if (libpq().PQexitPipelineMode(c_.get()) != 1) c_.fail(nullptr, doing);
+    }
+    return PgResult();
+  }
+  // Reads (and drops) every result still to come and leaves pipeline mode: the connection can
+  // run other statements again. Nothing to do when the pipeline is not active.
+  void drain() noexcept {
+    if (!active_) return;
+    if (synced_ || libpq().PQpipelineSync(c_.get()) == 1) {
+      for (;;) {
+        PGresult* r = libpq().PQgetResult(c_.get());
+        if (r == nullptr) {
+          if (!c_.ok()) break;
+          continue;
+        }
+        const bool sync = libpq().PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        libpq().PQclear(r);
+        if (sync) break;
+      }
+    }
+    libpq().PQexitPipelineMode(c_.get());
+    clear();
+  }
+  bool active() const noexcept { return active_; }
+
   // Sends the statements' sync and returns their results in order (one per send). Throws
   // (after reading every answer) the error of the first statement that failed; when `failed`
   // is not null and the connection is sound, moves that statement's result there instead and
@@ -191,6 +237,7 @@ class Pipeline {
       c_.fail(sync.get(), doing);
     }
     active_ = false;
+    synced_ = false;
     kinds_.clear();
     if (error.get() != nullptr) {
       for (const std::string& sql : preparing_) c_.forget_statement(sql);
@@ -205,8 +252,16 @@ class Pipeline {
   }
 
  private:
+  void clear() noexcept {
+    active_ = synced_ = false;
+    kinds_.clear();
+    next_ = 0;
+    preparing_.clear();
+  }
   PgConn& c_;
   bool active_ = false;
+  bool synced_ = false;                 // sync() sent the sync
+  std::size_t next_ = 0;                // next()'s place in kinds_
   std::vector<bool> kinds_;             // per result awaited: a statement's (true) or a PREPARE's
   std::vector<std::string> preparing_;  // SQL prepared in this round trip
 };

@@ -57,6 +57,9 @@ std::string select(const char* stream, const std::string& previous, const std::s
 // names the keys from its connection's cache (PgConn::stream_names).
 const std::string kPageAll =
     select("e.stream_key", "NULL::bytea", "WHERE e.position >= $1 ORDER BY e.position LIMIT $2");
+const std::string kPageAllRange =
+    select("e.stream_key", "NULL::bytea",
+           "WHERE e.position >= $1 AND e.position < $2 ORDER BY e.position LIMIT $3");
 const std::string kStreamNames =
     "SELECT stream_key, stream_id FROM streams WHERE stream_key = ANY ($1::bigint[])";
 RowReads::RowReads(bool stored)
@@ -228,6 +231,10 @@ std::vector<PlannedStatement> planned_statements() {
   keyed_values[0] = "7";
   std::vector<PlannedStatement> out = {
       {"page of the log", kPageAll, {"bigint", "bigint"}, {"500", "512"}},
+      {"part of a page of the log",
+       kPageAllRange,
+       {"bigint", "bigint", "bigint"},
+       {"500", "1524", "1024"}},
       {"names of streams", kStreamNames, {"text"}, {"'{7,8}'"}},
   };
   // Each read of previous hashes as a store that keeps them runs it, and as an older store does.

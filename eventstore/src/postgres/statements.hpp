@@ -56,6 +56,9 @@ inline constexpr const char* kCommitLockWait = "set_config('lock_timeout', '60s'
 // One page of the whole log: $1 first position, $2 limit. Its stream column holds the stream's
 // key (bigint), not its id: the reader names it (kStreamNames, PgConn::stream_names).
 extern const std::string kPageAll;
+// Part of a page of the whole log (ReadAhead, reader.hpp): $1 first position, $2 the position
+// after the last, $3 limit.
+extern const std::string kPageAllRange;
 // The ids of the streams whose keys $1 lists ('{1,2,...}'): (stream_key, stream_id) rows.
 extern const std::string kStreamNames;
 // The statements that read events with their previous hash, for a store whose events keep it
