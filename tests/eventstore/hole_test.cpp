@@ -191,9 +191,9 @@ TEST_CASE("events appended while the log is read to its end are never taken for 
 }
 
 // Pages of thousands of events (PostgreSQL's default, 4,096): PostgreSQL reads a page of the
-// log in parts sent at once and walked as they arrive (postgres/reader.hpp, ReadAhead); a part
-// whose rows are not the next positions makes the rest of the page one statement. The same
-// reads on SQLite, with the same page size.
+// log or of a stream that follows a full page in parts sent at once and walked as they arrive
+// (postgres/reader.hpp, ReadAhead); a part whose rows are not the next ones makes the rest of
+// the page one statement. The same reads on SQLite, with the same page size.
 namespace {
 
 StoreOptions large_pages() {
@@ -202,47 +202,72 @@ StoreOptions large_pages() {
   return o;
 }
 
-// 5,000 events: 50 streams (s-0 ... s-49) of 100 events, each stream's events together.
-void write_5000(EventStore& store) {
-  for (int s = 0; s < 50; ++s) {
+// 10,000 events: 100 streams (s-0 ... s-99) of 100 events, each stream's events together.
+void write_10000(EventStore& store) {
+  for (int s = 0; s < 100; ++s) {
     store.append("s-" + std::to_string(s), ExpectedVersion::no_stream(), make_events(100));
   }
 }
+
+// One stream of 10,000 events.
+void write_long_stream(EventStore& store) {
+  for (int i = 0; i < 100; ++i) store.append("long-1", ExpectedVersion::any(), make_events(100));
+}
+
+// Holes inside a part, at the first and last rows of parts and of pages, in the first page
+// (one statement) and in the pages read in parts.
+const Position kHoles[] = {1500, 4096, 4097, 5120, 5121, 5596, 6144, 8192, 8193, 9999};
 
 }  // namespace
 
 TEST_CASE("a read of the log in large pages hands out every event once, in order, chained") {
   TempStore t(large_pages());
-  write_5000(t.store);
+  write_10000(t.store);
   // A store opened afresh: its connection knows no stream yet, and meets new streams in every
-  // part of the page.
+  // part of a page.
   EventStore fresh = EventStore::open(t.path, large_pages());
   for (const Position from : {Position{1}, Position{2}, Position{1500}, Position{4097}}) {
     CAPTURE(from);
     const std::vector<RecordedEvent> all = fresh.read_all(from).to_vector();
-    REQUIRE(all.size() == 5000 - (from - 1));
-    Hash previous{};
+    REQUIRE(all.size() == 10000 - (from - 1));
+    Hash previous = fresh.read_all(from).to_vector().front().previous_hash;
     for (std::size_t i = 0; i < all.size(); ++i) {
       const RecordedEvent& e = all[i];
       REQUIRE(e.position == from + i);
       CHECK(e.stream_id == "s-" + std::to_string((e.position - 1) / 100));
       CHECK(e.stream_version == (e.position - 1) % 100 + 1);
-      if (i > 0) CHECK(e.previous_hash == previous);
+      CHECK(e.previous_hash == previous);
       previous = e.hash;
     }
   }
   CHECK(fresh.read_all(1).to_vector().front().previous_hash == Hash{});
-  CHECK(fresh.read_all(2).to_vector().front().previous_hash ==
-        fresh.read_all(1).to_vector().front().hash);
+  const std::vector<RecordedEvent> from_1 = fresh.read_all(1).to_vector();
+  CHECK(fresh.read_all(1500).to_vector().front().previous_hash == from_1[1498].hash);
+}
+
+TEST_CASE("a read of a stream in large pages hands out every version once, in order") {
+  TempStore t(large_pages());
+  write_long_stream(t.store);
+  t.store.append("other-1", ExpectedVersion::any(), make_events(3));
+  EventStore fresh = EventStore::open(t.path, large_pages());
+  for (const StreamVersion from : {StreamVersion{1}, StreamVersion{1500}, StreamVersion{4097}}) {
+    CAPTURE(from);
+    const std::vector<RecordedEvent> events = fresh.read_stream("long-1", from).to_vector();
+    REQUIRE(events.size() == 10000 - (from - 1));
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      REQUIRE(events[i].stream_version == from + i);
+      CHECK(events[i].position == from + i);
+      CHECK(events[i].stream_id == "long-1");
+      if (i > 0) CHECK(events[i].previous_hash == events[i - 1].hash);
+    }
+  }
 }
 
 TEST_CASE("a read of the log in large pages names a hole wherever it falls in a page") {
-  // Inside a part, at the first and last rows of parts, at a page's last and next page's first.
-  for (const Position hole : {Position{1500}, Position{1024}, Position{1025}, Position{2048},
-                              Position{4096}, Position{4097}, Position{4999}}) {
+  for (const Position hole : kHoles) {
     CAPTURE(hole);
     TempStore t(large_pages());
-    write_5000(t.store);
+    write_10000(t.store);
     delete_events(t.store, {hole});
     CHECK(hole_error([&] { t.store.read_all().to_vector(); }).position() == hole);
     std::uint64_t seen = 0;
@@ -256,14 +281,32 @@ TEST_CASE("a read of the log in large pages names a hole wherever it falls in a 
     CHECK(seen == hole - 1);
     CHECK(last == hole - 1);
     // From after the hole the log is whole.
-    CHECK(t.store.read_all(hole + 1).to_vector().size() == 5000 - hole);
+    CHECK(t.store.read_all(hole + 1).to_vector().size() == 10000 - hole);
   }
 }
 
-TEST_CASE("a read of the log in large pages stopped inside a page leaves the store usable") {
+TEST_CASE("a read of a stream in large pages names a hole wherever it falls in a page") {
+  for (const StreamVersion hole : kHoles) {
+    CAPTURE(hole);
+    TempStore t(large_pages());
+    write_long_stream(t.store);
+    delete_events(t.store, {hole});  // position and version alike
+    const CorruptStoreError e = hole_error([&] { t.store.read_stream("long-1").to_vector(); });
+    CHECK(e.stream() == "long-1");
+    CHECK(e.stream_version() == hole);
+    std::uint64_t seen = 0;
+    CHECK(hole_error([&] {
+            t.store.visit_stream("long-1", 1, [&](const EventView&) { ++seen; });
+          }).stream_version() == hole);
+    CHECK(seen == hole - 1);
+    CHECK(t.store.read_stream("long-1", hole + 1).to_vector().size() == 10000 - hole);
+  }
+}
+
+TEST_CASE("a read in large pages stopped inside a page leaves the store usable") {
   TempStore t(large_pages());
-  write_5000(t.store);
-  for (const Position stop : {Position{10}, Position{1500}, Position{4096}, Position{4500}}) {
+  write_long_stream(t.store);
+  for (const Position stop : {Position{10}, Position{4096}, Position{4500}, Position{6000}}) {
     CAPTURE(stop);
     std::uint64_t seen = 0;
     t.store.visit_all(1, [&](const EventView& v) {
@@ -271,23 +314,30 @@ TEST_CASE("a read of the log in large pages stopped inside a page leaves the sto
       return v.position < stop;
     });
     CHECK(seen == stop);
+    seen = 0;
+    t.store.visit_stream("long-1", 1, [&](const EventView& v) {
+      ++seen;
+      return v.stream_version < stop;
+    });
+    CHECK(seen == stop);
     // The same connections read and write on.
-    CHECK(t.store.read_all().to_vector().size() == 5000);
-    CHECK(t.store.read_stream("s-1").to_vector().size() == 100);
+    CHECK(t.store.read_all().to_vector().size() == 10000);
+    CHECK(t.store.read_stream("long-1").to_vector().size() == 10000);
   }
-  t.store.append("s-0", ExpectedVersion::exact(100), make_events(1));
-  CHECK(t.store.read_all().to_vector().size() == 5001);
+  t.store.append("long-1", ExpectedVersion::exact(10000), make_events(1));
+  CHECK(t.store.read_all().to_vector().size() == 10001);
 }
 
 TEST_CASE("events appended while the log is read in large pages are never taken for a hole") {
   TempStore t(large_pages());
   std::atomic<bool> done{false};
   std::thread writer([&] {
-    for (int i = 0; i < 80; ++i) t.store.append("w-1", ExpectedVersion::any(), make_events(100));
+    for (int i = 0; i < 160; ++i) t.store.append("w-1", ExpectedVersion::any(), make_events(100));
     done = true;
   });
   std::uint64_t reads = 0;
   std::size_t longest = 0;
+  std::size_t longest_stream = 0;
   while (!done) {
     std::vector<RecordedEvent> all;
     CHECK_NOTHROW(all = t.store.read_all().to_vector());
@@ -299,9 +349,20 @@ TEST_CASE("events appended while the log is read in large pages are never taken 
     }
     CHECK(all.size() >= longest);  // a later read sees at least what an earlier one saw
     longest = std::max(longest, all.size());
+    std::vector<RecordedEvent> stream;
+    CHECK_NOTHROW(stream = t.store.read_stream("w-1").to_vector());
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      if (stream[i].stream_version != i + 1) {
+        FAIL_CHECK("version " << stream[i].stream_version << " at index " << i);
+        break;
+      }
+    }
+    CHECK(stream.size() >= longest_stream);
+    longest_stream = std::max(longest_stream, stream.size());
     ++reads;
   }
   writer.join();
   CHECK(reads > 0);
-  CHECK(t.store.read_all().to_vector().size() == 8000);
+  CHECK(t.store.read_all().to_vector().size() == 16000);
+  CHECK(t.store.read_stream("w-1").to_vector().size() == 16000);
 }

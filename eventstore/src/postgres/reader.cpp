@@ -34,9 +34,8 @@ PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit) {
 
 namespace {
 
-// The stream keys of a page of the whole log that the connection's cache does not name.
-std::vector<std::int64_t> unknown_streams(PgConn& c, const PgResult& page) {
-  const StreamNames& names = c.stream_names();
+// The stream keys of a page of the whole log that `names` does not name.
+std::vector<std::int64_t> unknown_streams(const StreamNames& names, const PgResult& page) {
   std::vector<std::int64_t> unknown;
   std::int64_t key = 0;
   for (int i = 0; i < page.rows(); ++i) {
@@ -51,8 +50,8 @@ std::vector<std::int64_t> unknown_streams(PgConn& c, const PgResult& page) {
 }  // namespace
 
 const StreamNames& name_streams(PgConn& c, const PgResult& page) {
-  StreamNames& names = c.stream_names();
-  std::vector<std::int64_t> unknown = unknown_streams(c, page);
+  StreamNames& names = c.stream_names();  // cleared here when full, not between naming and use
+  std::vector<std::int64_t> unknown = unknown_streams(names, page);
   if (unknown.empty()) return names;
   std::int64_t key = 0;
   std::sort(unknown.begin(), unknown.end());
@@ -69,28 +68,34 @@ const StreamNames& name_streams(PgConn& c, const PgResult& page) {
 }
 
 bool ReadAhead::fits(const PageQuery& query, std::size_t limit) noexcept {
-  return query.kind == PageQuery::Kind::all && limit >= 2 * kReadAheadRows &&
-         limit <= (std::size_t{1} << 30) && query.from < (std::uint64_t{1} << 62) &&
-         (query.from <= 1 || query.carried_position == query.from - 1);
+  // A page after a full one (a read's first page is one statement: most reads are short), of
+  // the log with the hash of the event before it carried, or of a stream forward.
+  return limit >= 2 * kReadAheadRows && limit <= (std::size_t{1} << 30) && query.from > 1 &&
+         query.from < (std::uint64_t{1} << 62) && query.carried_position != 0 &&
+         ((query.kind == PageQuery::Kind::all && query.carried_position == query.from - 1) ||
+          query.kind == PageQuery::Kind::stream_forward);
 }
 
-ReadAhead::ReadAhead(PgConn& c, const PageQuery& query, std::size_t limit) : c_(c), q_(c) {
-  // Part i: the positions [first + i * kReadAheadRows, its end); the first part also below
-  // position 1 when the read starts there (query_lower_bound: such rows are reported). The
-  // last part has no end: a hole at the end of its range shows as its rows after the hole,
-  // where a range would have ended short as the log's end does.
-  const auto first = static_cast<std::int64_t>(std::max<std::uint64_t>(query.from, 1));
-  std::int64_t from = query_lower_bound(query);
-  std::int64_t to = first;
+ReadAhead::ReadAhead(PgConn& c, const PageQuery& query, std::size_t limit)
+    : c_(c), q_(c), all_(query.kind == PageQuery::Kind::all) {
+  // Part i: the positions (versions) [from + i * kReadAheadRows, its end). The last part has no
+  // end: a hole at the end of its range shows as its rows after the hole, where a range would
+  // have ended short as the log's end does.
+  const RowReads& reads = row_reads(c.stored_previous());
+  auto from = static_cast<std::int64_t>(query.from);
   for (std::size_t done = 0; done < limit;) {
     const std::size_t size = std::min(kReadAheadRows, limit - done);
     done += size;
-    to += static_cast<std::int64_t>(size);
+    const bool last = done == limit;
+    const std::int64_t to = from + static_cast<std::int64_t>(size);
     Params p;
+    if (!all_) p.text(query.key);
     p.i64(from);
-    if (done < limit) p.i64(to);
+    if (!last) p.i64(to);
     p.i64(static_cast<std::int64_t>(size));
-    q_.send(done < limit ? pg::kPageAllRange : pg::kPageAll, p);
+    q_.send(all_ ? (last ? pg::kPageAll : pg::kPageAllRange)
+                 : (last ? reads.page_stream_forward : reads.page_stream_forward_range),
+            p);
     sizes_.push_back(size);
     from = to;
   }
@@ -107,13 +112,15 @@ PgResult ReadAhead::next() {
   }
   if (r.get() == nullptr) return r;
   size_ = sizes_[next_++];
-  if (!unknown_streams(c_, r).empty()) {
+  if (!all_) return r;          // a stream's page names its stream from the query
+  names_ = &c_.stream_names();  // cleared here when full: between parts, no view left in it
+  if (!unknown_streams(*names_, r).empty()) {
     // Naming takes a statement of its own: the parts still to come are received first.
     for (PgResult more = q_.next("reading events"); more.get() != nullptr;
          more = q_.next("reading events")) {
       held_.push_back(std::move(more));
     }
-    name_streams(c_, r);
+    names_ = &name_streams(c_, r);  // not full (just checked): not cleared
   }
   return r;
 }

@@ -22,25 +22,30 @@ PgResult select_page(PgConn& c, const PageQuery& query, std::size_t limit);
 // not know yet, with one statement; returns the cache.
 const StreamNames& name_streams(PgConn& c, const PgResult& page);
 
-// The rows of a page of the whole log in parts read ahead: kReadAheadRows each, the statements
-// of all parts sent at once (one round trip), each part handed out as it arrives while the
-// server reads the next (the client decodes one part while the server reads the next: ~15-20%
-// more events a second than one statement for the page, docs/performance.md). Parts are
-// ranges of positions, so that they need no answer from the part before (the last one open:
-// from its first position on). A log's positions have no gap; where a part's rows are not the
-// next positions (a hole, or events committed between two parts' snapshots at the log's end),
-// the walk reads the rest of the page with one statement from the first position it has not
-// handed out, as a page of one statement would have (a hole is then named as before).
+// The rows of a page in parts read ahead: kReadAheadRows each, the statements of all parts sent
+// at once (one round trip), each part handed out as it arrives while the server reads the next
+// (the client decodes one part while the server reads the next: ~25-30% more events a second
+// for a read of the whole log, docs/performance.md). For the pages of the whole log and of a
+// stream forward that follow a full page (a read's first page is one statement: most reads are
+// shorter than a page). Parts are ranges of positions (of versions), so that they need no
+// answer from the part before (the last one open: from its first position on). A log's
+// positions and a stream's versions have no gap; where a part's rows are not the next ones (a
+// hole, or events committed between two parts' snapshots at the end), the walk reads the rest
+// of the page with one statement from the first position (version) it has not handed out, as
+// a page of one statement would have (a hole is then named as before).
 inline constexpr std::size_t kReadAheadRows = 1024;
 class ReadAhead {
  public:
-  // Whether a page of `query` and `limit` rows is read in parts: a read of the whole log of at
-  // least two parts whose first event's previous hash is known (from position 1, or carried).
+  // Whether a page of `query` and `limit` rows is read in parts: at least two, after a full
+  // page, of the log (with the previous event's hash carried) or of a stream forward.
   static bool fits(const PageQuery& query, std::size_t limit) noexcept;
   // Sends the statements of the parts (no throw but StorageError).
   ReadAhead(PgConn& c, const PageQuery& query, std::size_t limit);
-  // The next part, with its streams named; an empty result after the last one.
+  // The next part, with its streams named (names()); an empty result after the last one.
   PgResult next();
+  // The names of the streams of the part last handed out, valid until the next call to next()
+  // (null for a stream's page: its rows hold the stream's id).
+  const StreamNames* names() const noexcept { return names_; }
   // The number of rows the part last handed out may hold.
   std::size_t size() const noexcept { return size_; }
   // Drops the parts still to come: the connection can run other statements.
@@ -49,9 +54,11 @@ class ReadAhead {
  private:
   PgConn& c_;
   Pipeline q_;
+  bool all_;  // a page of the whole log (else of a stream)
   std::vector<std::size_t> sizes_;
   std::size_t next_ = 0;
   std::size_t size_ = 0;
+  const StreamNames* names_ = nullptr;
   std::deque<PgResult> held_;  // parts received before their turn (to name their streams)
 };
 
@@ -109,11 +116,7 @@ class RowWalker {
   const PageEnd& end() const noexcept { return end_; }
   // Where the rest of a page starts: after the last row handed out.
   PageQuery rest_of(PageQuery query) const {
-    if (end_.rows > 0) {
-      query.from = end_.last_position + 1;
-      query.carried_position = carried_;
-      query.carried_hash = carried_hash_;
-    }
+    if (end_.rows > 0) advance(query, end_.last_position, end_.last_version, end_.last_hash);
     return query;
   }
 
@@ -133,8 +136,9 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
   RowWalker<OnRow> walk(c, query, on_row);
   if (ReadAhead::fits(query, limit)) {
     ReadAhead parts(c, query, limit);
-    std::int64_t next = static_cast<std::int64_t>(std::max<std::uint64_t>(query.from, 1));
-    bool ended = false;  // a part held fewer rows than its range: the log ended there
+    const int order = query.kind == PageQuery::Kind::all ? kPosition : kStreamVersion;
+    auto next = static_cast<std::int64_t>(query.from);
+    bool ended = false;  // a part held fewer rows than its range: the log (stream) ended there
     bool whole = false;  // every part was walked
     for (;;) {
       const PgResult r = parts.next();
@@ -145,11 +149,11 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
       const int rows = r.rows();
       std::int64_t first = 0;
       std::int64_t last = 0;
-      if (rows > 0 && (ended || !r.int64(0, kPosition, first) || first != next ||
-                       !r.int64(rows - 1, kPosition, last) || last != next + rows - 1)) {
+      if (rows > 0 && (ended || !r.int64(0, order, first) || first != next ||
+                       !r.int64(rows - 1, order, last) || last != next + rows - 1)) {
         break;  // not the next positions: the rest of the page in one statement
       }
-      if (!walk.steps(r, limit, &c.stream_names())) {
+      if (!walk.steps(r, limit, parts.names())) {
         parts.stop();
         return walk.end();
       }

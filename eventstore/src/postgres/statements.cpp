@@ -67,6 +67,11 @@ RowReads::RowReads(bool stored)
           select("$1::text", previous_hash_in_page("e.stream_version", stored),
                  std::string("WHERE e.stream_key = ") + kKeyOfStream +
                      " AND e.stream_version >= $2 ORDER BY e.stream_version LIMIT $3")),
+      page_stream_forward_range(
+          select("$1::text", previous_hash_in_page("e.stream_version", stored),
+                 std::string("WHERE e.stream_key = ") + kKeyOfStream +
+                     " AND e.stream_version >= $2 AND e.stream_version < $3 ORDER BY "
+                     "e.stream_version LIMIT $4")),
       page_stream_backward(
           select("$1::text", previous_hash(stored),
                  std::string("WHERE e.stream_key = ") + kKeyOfStream +
@@ -246,6 +251,10 @@ std::vector<PlannedStatement> planned_statements() {
          r.page_stream_forward,
          {"text", "bigint", "bigint"},
          {"'account-7'", "1", "512"}},
+        {"part of a page of a stream" + as,
+         r.page_stream_forward_range,
+         {"text", "bigint", "bigint", "bigint"},
+         {"'account-7'", "4097", "5121", "1024"}},
         {"page of a stream, backward" + as,
          r.page_stream_backward,
          {"text", "bigint", "bigint"},

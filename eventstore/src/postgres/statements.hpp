@@ -68,6 +68,9 @@ struct RowReads {
   explicit RowReads(bool stored);
   // One page of a stream: $1 stream id, $2 first (last) version, $3 limit.
   std::string page_stream_forward;
+  // Part of a page of a stream (ReadAhead, reader.hpp): $1 stream id, $2 first version, $3 the
+  // version after the last, $4 limit.
+  std::string page_stream_forward_range;
   std::string page_stream_backward;
   // One page of a category: $1 category, $2 first position, $3 limit. Walks the log by
   // position and keeps the events of the category: its cost per page is the page size over
