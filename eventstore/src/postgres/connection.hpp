@@ -124,12 +124,16 @@ class PgConn {
     // lock_timeout 0 would mean "wait forever"; busy_timeout 0 means "do not wait".
     const std::string lock_timeout =
         std::to_string(std::max<std::int64_t>(1, options.busy_timeout.count()));
+    // Once an append holds the log's ordering lock (statements.hpp, kCommitLockWait).
+    const std::string commit_lock_timeout = std::to_string(
+        std::max<std::int64_t>(pg::kMinCommitLockWaitMs, options.busy_timeout.count()));
     // The store's format is read in the same round trip (the last statement's answer).
     PgResult r(libpq().PQexec(
         conn_, ("SET synchronous_commit = " +
                 std::string(options.durability == Durability::full ? "on" : "off") +
-                "; SET lock_timeout = " + lock_timeout + "; SET client_min_messages = warning; " +
-                pg::kPlannerSettings +
+                "; SET lock_timeout = " + lock_timeout +
+                "; SET factum.commit_lock_timeout = " + commit_lock_timeout +
+                "; SET client_min_messages = warning; " + pg::kPlannerSettings +
                 (options.read_only ? "; SET default_transaction_read_only = on; " : "; ") +
                 kKeepsPreviousHashSql)
                    .c_str()));

@@ -121,7 +121,6 @@ class Pipeline {
     if (!active_) return;
     // Abandoned (an exception, or a reader that stopped early): drain what is pending, leave
     // pipeline mode.
-    for (const std::string& sql : preparing_) c_.forget_statement(sql);
     drain();
   }
   Pipeline(const Pipeline&) = delete;
@@ -192,20 +191,30 @@ class Pipeline {
     return PgResult();
   }
   // Reads (and drops) every result still to come and leaves pipeline mode: the connection can
-  // run other statements again. Nothing to do when the pipeline is not active.
+  // run other statements again. Nothing to do when the pipeline is not active. When a statement
+  // failed (or the connection broke), the statements it prepared are forgotten: their PREPARE
+  // may have been skipped.
   void drain() noexcept {
     if (!active_) return;
-    if (synced_ || libpq().PQpipelineSync(c_.get()) == 1) {
+    bool failed = !synced_ && libpq().PQpipelineSync(c_.get()) != 1;
+    if (!failed) {
       for (;;) {
         PGresult* r = libpq().PQgetResult(c_.get());
         if (r == nullptr) {
-          if (!c_.ok()) break;
+          if (!c_.ok()) {
+            failed = true;
+            break;
+          }
           continue;
         }
-        const bool sync = libpq().PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        const auto status = libpq().PQresultStatus(r);
         libpq().PQclear(r);
-        if (sync) break;
+        if (status == PGRES_PIPELINE_SYNC) break;
+        if (status == PGRES_FATAL_ERROR || status == PGRES_PIPELINE_ABORTED) failed = true;
       }
+    }
+    if (failed || !c_.ok()) {
+      for (const std::string& sql : preparing_) c_.forget_statement(sql);
     }
     libpq().PQexitPipelineMode(c_.get());
     clear();

@@ -115,14 +115,17 @@ PgResult ReadAhead::next() {
   if (!all_) return r;          // a stream's page names its stream from the query
   names_ = &c_.stream_names();  // cleared here when full: between parts, no view left in it
   if (!unknown_streams(*names_, r).empty()) {
-    // Naming takes a statement of its own: the parts still to come are received first.
-    for (PgResult more = q_.next("reading events"); more.get() != nullptr;
-         more = q_.next("reading events")) {
-      held_.push_back(std::move(more));
-    }
+    receive_rest();                 // naming takes a statement of its own
     names_ = &name_streams(c_, r);  // not full (just checked): not cleared
   }
   return r;
+}
+
+void ReadAhead::receive_rest() {
+  for (PgResult more = q_.next("reading events"); more.get() != nullptr;
+       more = q_.next("reading events")) {
+    held_.push_back(std::move(more));
+  }
 }
 
 }  // namespace factum::detail::pg

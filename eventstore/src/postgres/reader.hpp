@@ -4,6 +4,7 @@
 // Internal. Thread-safety: as the PgConn they run on.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -50,6 +51,10 @@ class ReadAhead {
   std::size_t size() const noexcept { return size_; }
   // Drops the parts still to come: the connection can run other statements.
   void stop() noexcept { q_.drain(); }
+  // Receives every part still to come (next() hands them out in turn): for a visitor that
+  // takes its time over a part's rows, so that the server finishes the page and ends its
+  // transaction instead of waiting for the visitor to read on.
+  void receive_rest();
 
  private:
   PgConn& c_;
@@ -140,8 +145,11 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
     auto next = static_cast<std::int64_t>(query.from);
     bool ended = false;  // a part held fewer rows than its range: the log (stream) ended there
     bool whole = false;  // every part was walked
+    // A visitor slower than this over a part has the rest of the page received at once.
+    constexpr auto kPatience = std::chrono::milliseconds(10);
     for (;;) {
       const PgResult r = parts.next();
+      const auto part_start = std::chrono::steady_clock::now();
       if (r.get() == nullptr) {
         whole = true;
         break;
@@ -153,9 +161,14 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
                        !r.int64(rows - 1, order, last) || last != next + rows - 1)) {
         break;  // not the next positions: the rest of the page in one statement
       }
-      if (!walk.steps(r, limit, parts.names())) {
-        parts.stop();
-        return walk.end();
+      for (int i = 0; i < rows && walk.end().rows < limit; ++i) {
+        if (i % 128 == 127 && std::chrono::steady_clock::now() - part_start > kPatience) {
+          parts.receive_rest();
+        }
+        if (!walk.step(r, i, parts.names())) {
+          parts.stop();
+          return walk.end();
+        }
       }
       next += rows;
       if (static_cast<std::size_t>(rows) < parts.size()) ended = true;

@@ -39,15 +39,20 @@ inline constexpr const char* kFactumPlanner =
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL jit = off";
 
 // A select-list column of the statement that moves the log's head, evaluated once the head
-// row is locked (the log's ordering lock, held until commit): the rest of the transaction waits
-// up to this bound for a lock, not for busy_timeout (the session's lock_timeout, which bounds
-// the wait for the ordering lock only). Its commit takes PostgreSQL's server-wide lock that
-// orders notifying commits (pg_notify), held by each notifying commit on the server (any
-// store's, any database's) until its flush is done: with busy_timeout 0 (lock_timeout 1 ms) an
-// append whose ordering lock was free failed as busy whenever another store committed at the
-// same moment. Local to the transaction (set_config's third argument): the session's
-// lock_timeout is back at the next statement after the commit.
-inline constexpr const char* kCommitLockWait = "set_config('lock_timeout', '60s', true)";
+// row is locked (the log's ordering lock, held until commit): from there on the transaction
+// waits for a lock up to factum.commit_lock_timeout (set by each connection: the larger of
+// busy_timeout and 60 s), not for busy_timeout (the session's lock_timeout, which bounds the
+// wait for the ordering lock). Its commit takes PostgreSQL's server-wide lock that orders
+// notifying commits (pg_notify), held by each notifying commit on the server (any store's, any
+// database's) until its flush is done: with busy_timeout 0 (lock_timeout 1 ms) an append whose
+// ordering lock was free failed as busy whenever another store committed at the same moment.
+// An append that holds the log finishes its commit rather than fail: the others wait for it
+// either way. Local to the transaction (set_config's third argument): the session's
+// lock_timeout is back after the commit.
+inline constexpr const char* kCommitLockWait =
+    "set_config('lock_timeout', current_setting('factum.commit_lock_timeout'), true)";
+// The least of kCommitLockWait's bounds, in milliseconds (PgConn::configure).
+inline constexpr long long kMinCommitLockWaitMs = 60000;
 
 // The event columns every read selects, in the order of rows.hpp's EventView (position, stream
 // id, version, id, type, schema version, payload, correlation, causation, compensates, actor,

@@ -88,7 +88,8 @@ struct StoreOptions {
   // Durability of each commit. Default: Durability::full.
   Durability durability = Durability::full;
   // How long a write waits for another process's lock before throwing StorageError
-  // (kind busy). Default: 5 seconds.
+  // (kind busy). Default: 5 seconds. On PostgreSQL: the wait for the log's ordering lock; once
+  // an append holds it, its commit waits up to the larger of this and 60 seconds.
   std::chrono::milliseconds busy_timeout{5000};
   // Largest payload accepted by append, in bytes; larger ones throw InvalidArgument.
   // Default: 4 MiB.
