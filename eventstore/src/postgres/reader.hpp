@@ -1,5 +1,6 @@
-// Pages of the log, of a stream and of a category (Storage::read_page and visit_page), one
-// statement each (one snapshot), as views over the result.
+// Pages of the log, of a stream and of a category (Storage::read_page and visit_page), as views
+// over the results: one statement each (one snapshot), or, for a long read of the log or of a
+// stream, parts read ahead in one round trip (ReadAhead below).
 //
 // Internal. Thread-safety: as the PgConn they run on.
 #pragma once
