@@ -72,6 +72,14 @@ struct PageEnd {
   Position last_position = 0;
   StreamVersion last_version = 0;
   Hash last_hash{};
+
+  // Counts `v`, handed to the visitor next, as the page's last event so far.
+  void add(const EventView& v) noexcept {
+    ++rows;
+    last_position = v.position;
+    last_version = v.stream_version;
+    last_hash = v.hash;
+  }
 };
 
 // Where the log ends, as the store records it (read in one snapshot).

@@ -102,10 +102,7 @@ class RowWalker {
     }
     carried_ = v_.position;
     carried_hash_ = v_.hash;
-    ++end_.rows;
-    end_.last_position = v_.position;
-    end_.last_version = v_.stream_version;
-    end_.last_hash = v_.hash;
+    end_.add(v_);
     if (!on_row_(v_)) {
       end_.stopped = true;
       return false;

@@ -190,10 +190,7 @@ PageEnd walk_page(ReadConnection& conn, const PageQuery& query, std::size_t limi
   while (end.rows < limit && s.step("reading events")) {
     read_view(s, v);
     if (carrying) carry.fill(v);
-    ++end.rows;
-    end.last_position = v.position;
-    end.last_version = v.stream_version;
-    end.last_hash = v.hash;
+    end.add(v);
     if (!on_row(v)) {
       end.stopped = true;
       break;
