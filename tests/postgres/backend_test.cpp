@@ -188,6 +188,86 @@ TEST_CASE("postgres: verify names an edited payload, a deleted event and a cut t
   }
 }
 
+// The reader takes a NULL in a column that is never NULL when sound for a value of the wrong
+// size (libpq gives it length 0): each column of the event at position 3 (stream s-1, version 1)
+// made malformed in turn, NULL included where a tamperer dropped the column's NOT NULL, is named
+// with its position by a read of its stream and of the whole log; another stream reads intact.
+TEST_CASE("postgres: reads name each malformed column of a row, NULL included") {
+  struct Case {
+    const char* sql;
+    const char* problem;
+    bool stream_read;  // the row is still in its stream's page
+  };
+  const Case cases[] = {
+      {"UPDATE events SET event_id = '\\x0102' WHERE position = 3", "its event id is not 16 bytes",
+       true},
+      {"ALTER TABLE events ALTER COLUMN event_id DROP NOT NULL; UPDATE events SET event_id = NULL "
+       "WHERE position = 3",
+       "its event id is not 16 bytes", true},
+      {"UPDATE events SET hash = '\\x0102' WHERE position = 3", "its hash is not 32 bytes", true},
+      {"ALTER TABLE events ALTER COLUMN hash DROP NOT NULL; UPDATE events SET hash = NULL WHERE "
+       "position = 3",
+       "its hash is not 32 bytes", true},
+      {"UPDATE events SET stream_version = 0 WHERE position = 3",
+       "its stream version is not a positive integer", true},
+      {"UPDATE events SET schema_version = -1 WHERE position = 3",
+       "its schema version is not a 32-bit unsigned integer", true},
+      {"ALTER TABLE events ALTER COLUMN recorded_at DROP NOT NULL; UPDATE events SET recorded_at "
+       "= NULL WHERE position = 3",
+       "its recorded-at time is not an integer", true},
+      {"UPDATE events SET correlation_id = '\\x0102' WHERE position = 3",
+       "a metadata event id is not 16 bytes", true},
+      {"UPDATE events SET extra = '\\xffffffff' WHERE position = 3",
+       "its metadata key/values are malformed", true},
+      {"UPDATE events SET stream_key = 999999 WHERE position = 3", "its stream key names no stream",
+       false},
+  };
+  for (const Case& c : cases) {
+    const std::string sql = c.sql;
+    CAPTURE(sql);
+    Tampered t;
+    const auto before = t.store.read_stream("s-1").to_vector();
+    REQUIRE(before.size() == 4);
+    REQUIRE(before[0].position == 3);
+    t.raw.exec(sql);
+    const auto names_it = [&](auto&& read) {
+      try {
+        read();
+        FAIL("expected CorruptEventError");
+      } catch (const CorruptEventError& e) {
+        CHECK(e.position() == 3);
+        CHECK(std::string(e.what()).find(c.problem) != std::string::npos);
+      }
+    };
+    if (c.stream_read) names_it([&] { t.store.read_stream("s-1").to_vector(); });
+    names_it([&] { t.store.read_all().to_vector(); });
+    names_it([&] { t.store.visit_all(1, [](const EventView&) { return true; }); });
+    const auto other = t.store.read_stream("s-0").to_vector();
+    REQUIRE(other.size() == 4);
+    CHECK(other[0].position == 1);
+    for (const RecordedEvent& e : other) CHECK(hash_matches(e));
+  }
+}
+
+// A NULL previous hash (as an older factum wrote rows) is looked up; a previous hash of another
+// size is read as none, and verify names the row.
+TEST_CASE("postgres: a row's previous hash NULL is looked up, of another size is not taken") {
+  Tampered t;
+  const auto before = t.store.read_all().to_vector();
+  REQUIRE(before.size() == 10);
+  t.raw.exec("UPDATE events SET previous_hash = NULL WHERE position = 5");
+  auto after = t.store.read_all().to_vector();
+  REQUIRE(after.size() == 10);
+  CHECK(after[4].previous_hash == before[3].hash);
+  CHECK(t.store.read_stream("s-2").to_vector().front().previous_hash == before[3].hash);
+  CHECK(t.store.verify().ok());
+  t.raw.exec("UPDATE events SET previous_hash = '\\x0102' WHERE position = 5");
+  CHECK(t.store.read_stream("s-2").to_vector().front().previous_hash == Hash{});
+  const auto r = t.store.verify();
+  CHECK(r.problem == Problem::hash_mismatch);
+  CHECK(r.position == 5);
+}
+
 TEST_CASE("postgres: readers never see a position before the ones below it have committed") {
   const std::string uri = pg_test_uri();
   EventStore writer_store = EventStore::open(uri, TempStore::fast_options());

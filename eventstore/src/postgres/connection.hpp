@@ -65,9 +65,9 @@ class PgResult {
     return {libpq().PQgetvalue(r_, row, col),
             static_cast<std::size_t>(libpq().PQgetlength(r_, row, col))};
   }
-  // A binary int8 (or int4) column; false when NULL or of another size.
+  // A binary int8 (or int4) column; false when NULL or of another size (libpq gives a NULL
+  // length 0: no PQgetisnull call, a page decodes several of these per row).
   bool int64(int row, int col, std::int64_t& out) const noexcept {
-    if (null(row, col)) return false;
     const auto b = bytes(row, col);
     if (b.size() != 8 && b.size() != 4) return false;
     std::uint64_t v = 0;

@@ -6,9 +6,8 @@
 #include "factum/eventstore/errors.hpp"
 
 namespace factum::detail {
-namespace {
 
-LibPq load() {
+LibPq load_libpq() {
   const std::string file = library_file("FACTUM_LIBPQ", FACTUM_LIBPQ_DEFAULT);
   std::string why;
   void* handle = open_library(file, why);
@@ -26,13 +25,6 @@ LibPq load() {
   }
   FACTUM_LIBPQ_FUNCTIONS(FACTUM_LIBPQ_LOAD)
 #undef FACTUM_LIBPQ_LOAD
-  return lib;
-}
-
-}  // namespace
-
-const LibPq& libpq() {
-  static const LibPq lib = load();  // a throw leaves it uninitialised: the next call tries again
   return lib;
 }
 

@@ -55,11 +55,17 @@ struct LibPq {
 #undef FACTUM_LIBPQ_MEMBER
 };
 
+// Loads libpq's functions (libpq() below; a call per use, not per process).
+LibPq load_libpq();
+
 // libpq's functions, from the library named by the environment variable FACTUM_LIBPQ (a file
 // name or path) or else the one the build found (libpq.so.5 when it lies in a directory the
 // system's loader searches, its full path otherwise), loaded on the first call. Throws StorageError
 // (Kind::other) naming the library when it cannot be loaded or lacks one of the functions; a later
-// call tries again.
-const LibPq& libpq();
+// call tries again. Inline: a page's decoding calls it for every column of every row.
+inline const LibPq& libpq() {
+  static const LibPq lib = load_libpq();  // a throw leaves it uninitialised: the next call tries
+  return lib;
+}
 
 }  // namespace factum::detail

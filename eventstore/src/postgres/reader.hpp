@@ -133,6 +133,15 @@ class RowWalker {
   EventView v_;
 };
 
+// Tells `on_row` how many rows a result just received holds, when it wants to know (a page
+// being copied reserves room for them once, rather than growing row by row).
+template <class OnRow>
+void expect_rows(OnRow& on_row, int rows) {
+  if constexpr (requires { on_row.expect(std::size_t{}); }) {
+    on_row.expect(static_cast<std::size_t>(std::max(rows, 0)));
+  }
+}
+
 // Steps the rows of a page as views (one statement, or parts read ahead: ReadAhead).
 template <class OnRow>
 PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& on_row) {
@@ -159,6 +168,7 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
                        !r.int64(rows - 1, order, last) || last != next + rows - 1)) {
         break;  // not the next positions: the rest of the page in one statement
       }
+      expect_rows(on_row, rows);
       for (int i = 0; i < rows && walk.end().rows < limit; ++i) {
         if (i % 128 == 127 && std::chrono::steady_clock::now() - part_start > kPatience) {
           parts.receive_rest();
@@ -177,6 +187,7 @@ PageEnd walk_page(PgConn& c, const PageQuery& query, std::size_t limit, OnRow&& 
   if (walk.end().rows >= limit) return walk.end();
   const PageQuery rest = walk.rest_of(query);
   const PgResult r = select_page(c, rest, limit - walk.end().rows);
+  expect_rows(on_row, r.rows());
   const StreamNames* names = rest.kind == PageQuery::Kind::all ? &name_streams(c, r) : nullptr;
   walk.steps(r, limit, names);
   return walk.end();

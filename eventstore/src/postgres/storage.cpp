@@ -49,18 +49,25 @@ class PostgresStorage final : public Storage {
       return;
     }
     read([&](PgConn& c) {
-      std::size_t n = 0;
-      try {
-        walk_page(c, query, limit, [&](const EventView& v) {
+      // Copies each row into `page`, whose events (and their buffers) a range reuses from one
+      // page to the next; room for a result's rows is reserved when it arrives.
+      struct Filler {
+        std::vector<RecordedEvent>& page;
+        std::size_t n = 0;
+        bool operator()(const EventView& v) {
           if (n == page.size()) page.emplace_back();
           assign(page[n++], v);
           return true;
-        });
+        }
+        void expect(std::size_t rows) { page.reserve(n + rows); }
+      } fill{page};
+      try {
+        walk_page(c, query, limit, fill);
       } catch (...) {
         page.clear();
         throw;
       }
-      page.resize(n);
+      page.resize(fill.n);
     });
   }
 
