@@ -221,6 +221,9 @@ TEST_CASE("postgres: reads name each malformed column of a row, NULL included") 
        "its metadata key/values are malformed", true},
       {"UPDATE events SET stream_key = 999999 WHERE position = 3", "its stream key names no stream",
        false},
+      {"ALTER TABLE events ALTER COLUMN stream_key DROP NOT NULL; UPDATE events SET stream_key = "
+       "NULL WHERE position = 3",
+       "its stream id is missing", false},
   };
   for (const Case& c : cases) {
     const std::string sql = c.sql;

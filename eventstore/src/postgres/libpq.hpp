@@ -55,7 +55,7 @@ struct LibPq {
 #undef FACTUM_LIBPQ_MEMBER
 };
 
-// Loads libpq's functions (libpq() below; a call per use, not per process).
+// Opens libpq and looks its functions up: called by libpq() only (each call opens it again).
 LibPq load_libpq();
 
 // libpq's functions, from the library named by the environment variable FACTUM_LIBPQ (a file

@@ -5,6 +5,7 @@
 // Internal. Thread-safety: as the PgConn they run on.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
