@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "event_rows.hpp"  // assign(), shared with SQLite
@@ -9,16 +10,27 @@
 
 namespace factum::detail::pg {
 
+namespace {
+
+// The id held in `b`; false when it is not 16 bytes (a NULL's length is 0).
+bool id_of(std::span<const std::byte> b, EventId& out) {
+  EventId::Bytes bytes{};
+  if (b.size() != bytes.size()) return false;
+  std::memcpy(bytes.data(), b.data(), bytes.size());
+  out = EventId(bytes);
+  return true;
+}
+
+}  // namespace
+
 bool read_id(const PgResult& r, int row, int col, std::optional<EventId>& out) {
   if (r.null(row, col)) {
     out.reset();
     return true;
   }
-  const auto b = r.bytes(row, col);
-  if (b.size() != 16) return false;
-  EventId::Bytes bytes{};
-  std::memcpy(bytes.data(), b.data(), bytes.size());
-  out = EventId(bytes);
+  EventId id;
+  if (!id_of(r.bytes(row, col), id)) return false;
+  out = id;
   return true;
 }
 
@@ -42,11 +54,7 @@ const char* decode(const PgResult& r, int row, EventView& out, const StreamNames
   out.stream_version = static_cast<StreamVersion>(v);
   // The id, like the hash and the previous hash, is read by its length alone (libpq gives a NULL
   // length 0): a PQgetisnull call fewer per column and row.
-  const auto id = r.bytes(row, kEventId);
-  if (id.size() != 16) return "its event id is not 16 bytes";
-  EventId::Bytes id_bytes{};
-  std::memcpy(id_bytes.data(), id.data(), id_bytes.size());
-  out.id = EventId(id_bytes);
+  if (!id_of(r.bytes(row, kEventId), out.id)) return "its event id is not 16 bytes";
   out.type = r.text(row, kType);
   if (!r.int64(row, kSchemaVersion, v) || v < 0 || v > UINT32_MAX) {
     return "its schema version is not a 32-bit unsigned integer";
